@@ -1,0 +1,48 @@
+"""SGLang: the pool is what is left after weights once a fixed share of total memory, 1 - mem_fraction_static,
+is held back for activations and CUDA graphs (ModelRunner.profile_max_num_token). Pages are 1 token."""
+
+from __future__ import annotations
+
+from kvplan.deployment import Deployment
+from kvplan.engines import common
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.spec.model import ModelSpec
+from kvplan.units import GiB, MiB, dtype_bytes
+from kvplan.weights import weight_layout
+
+
+def default_mem_fraction(total_bytes: int, tp: int, pp: int) -> tuple[float, int, int]:
+    """server_args' heuristic: reserve MB = 512 + 1.5 x chunked-prefill size + 2 x CUDA-graph batch size +
+    1024 per 8 GPUs. Returns (fraction, chunked prefill size, cuda graph max bs)."""
+    gib = total_bytes / GiB
+    chunked, graph_bs = (2048, 24) if gib < 35 else (4096, 80) if gib < 60 else (8192, 160)
+    reserved_mib = 512 + 1.5 * max(chunked, 2048) + 2 * graph_bs + tp * pp / 8 * 1024
+    return round((total_bytes / MiB - reserved_mib) / (total_bytes / MiB), 3), chunked, graph_bs
+
+
+def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
+         ladder: list[int] | None = None) -> Plan:
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    max_model_len = common.check_max_model_len(spec, dep)
+    fraction, chunked, _ = default_mem_fraction(gpu.memory_bytes, tp, pp)
+    util = dep.gpu_memory_utilization or fraction
+    model_dtype = common.model_dtype(spec, dep)
+    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
+    weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
+    drafts, draft_decoders, _ = common.draft_layers(spec, dep)
+    stage_list = common.stages(spec, dep, drafts)
+    memories = []
+    for stage in stage_list:
+        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
+            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
+        held_back = int(gpu.memory_bytes * (1 - util))
+        pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else \
+            gpu.memory_bytes - weight_bytes - held_back
+        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes - held_back, weight_bytes,
+                               reserve_bytes=held_back, kv_cache_bytes=pool))
+    settings = EngineSettings("sglang", dep.engine_version, util, dep.block_size or 1, max_model_len,
+                              dep.max_num_seqs, dep.max_num_batched_tokens or chunked)
+    notes = [f"mem_fraction_static {util} (SGLang's default heuristic for this GPU unless "
+             "--gpu-memory-utilization is given)"]
+    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
+                             "SGLang")

@@ -1,0 +1,47 @@
+"""TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction (0.9) of the memory still free after the weights and
+runtime buffers are in place, in blocks of 32 tokens."""
+
+from __future__ import annotations
+
+from kvplan.deployment import Deployment
+from kvplan.engines import common
+from kvplan.engines.vllm import ERAS, activation_bytes
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.spec.model import ModelSpec
+from kvplan.units import dtype_bytes
+from kvplan.weights import weight_layout
+
+TOKENS_PER_BLOCK = 32
+FREE_FRACTION = 0.9
+MAX_NUM_TOKENS = 8192
+MAX_BATCH_SIZE = 2048
+
+
+def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
+         ladder: list[int] | None = None) -> Plan:
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    max_model_len = common.check_max_model_len(spec, dep)
+    fraction = dep.gpu_memory_utilization or FREE_FRACTION
+    mnbt = dep.max_num_batched_tokens or MAX_NUM_TOKENS
+    seqs = dep.max_num_seqs or MAX_BATCH_SIZE
+    model_dtype = common.model_dtype(spec, dep)
+    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
+    weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
+    drafts, draft_decoders, _ = common.draft_layers(spec, dep)
+    stage_list = common.stages(spec, dep, drafts)
+    light_era = ERAS[-1][1]
+    memories = []
+    for stage in stage_list:
+        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
+            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
+        runtime = activation_bytes(light_era, spec, tp, min(seqs, 1024) if stage.last else 0, mnbt)
+        free = gpu.memory_bytes - weight_bytes - runtime
+        pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else int(free * fraction)
+        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes, weight_bytes, activation_bytes=runtime,
+                               reserve_bytes=max(0, free - pool), kv_cache_bytes=pool))
+    settings = EngineSettings("trtllm", dep.engine_version, fraction, dep.block_size or TOKENS_PER_BLOCK,
+                              max_model_len, seqs, mnbt)
+    notes = [f"free_gpu_memory_fraction {fraction} of the memory free after weights and runtime buffers "
+             "(runtime buffers estimated with kvplan's vLLM activation model)"]
+    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
+                             "TensorRT-LLM")

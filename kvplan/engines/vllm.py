@@ -1,0 +1,142 @@
+"""vLLM's KV budget, era by era (see docs/vllm-model.md): available = CUDA total x utilization - weights -
+profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+), per rank; blocks are the
+floor per rank and the minimum over ranks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvplan.deployment import Deployment
+from kvplan.engines import common
+from kvplan.errors import KvplanError
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.spec.model import ModelSpec
+from kvplan.units import GiB, MiB, dtype_bytes
+from kvplan.weights import weight_layout
+
+LATEST = "0.29.0"
+BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
+
+
+@dataclass(frozen=True)
+class Era:
+    """The accounting rules of a range of vLLM versions. Constants were calibrated once on the public
+    startup logs in docs/calibration.md, era by era, never per model."""
+
+    name: str
+    v0: bool  # V0 engine: prefill profiled at max_model_len, no chunking below 32K
+    logits_copies: float  # sampler / logits peak, in fp32 copies of max_num_seqs x vocab
+    hidden_copies: float  # profile-run activations, in copies of max_num_batched_tokens x hidden (16-bit)
+    mlp_copies: float  # copies of max_num_batched_tokens x intermediate (16-bit), per TP rank
+    moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
+    fixed_bytes: int
+    non_torch_single: int
+    non_torch_multi: int
+    subtracts_cuda_graphs: bool
+    default_utilization: float
+
+
+ERAS = (
+    # (first version, era)
+    ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
+    ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
+                 int(0.55 * GiB), False, 0.9)),
+    ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 0.0, 0.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+                  int(2.1 * GiB), False, 0.9)),
+    ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 0.0, 0.0, 1.0, int(0.12 * GiB),
+                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92)),
+)
+CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB  # v0.19 estimates: 0.55 GiB / 32 layers .. 1.05 GiB / 62 layers
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    match = re.match(r"^v?(\d+)\.(\d+)", text.strip())
+    if not match:
+        raise KvplanError(f"cannot read {text!r} as a vLLM version; write e.g. 0.19 or 0.11.0", "--vllm-version")
+    return int(match.group(1)), int(match.group(2))
+
+
+def era_of(version: str) -> Era:
+    wanted = parse_version(version)
+    chosen = ERAS[0][1]
+    for first, era in ERAS:
+        if wanted >= first:
+            chosen = era
+    return chosen
+
+
+def default_block_size(spec: ModelSpec, gpu_cc: str | None) -> int:
+    if any(layer.kind == "mla" for layer in spec.layers) and gpu_cc:
+        major = int(gpu_cc.split(".")[0])
+        if major >= 10:
+            return 128  # CUTLASS MLA on Blackwell
+        if major == 9:
+            return 64  # FlashMLA on Hopper
+    return 16
+
+
+def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int) -> int:
+    logits = era.logits_copies * min(max_num_seqs, mnbt) * spec.vocab_size * 4
+    hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
+    mlp_width = spec.intermediate_size
+    moe = 0.0
+    if spec.moe is not None:
+        mlp_width = spec.moe.experts_per_token * spec.moe.expert_intermediate_size
+        moe = era.moe_copies * mnbt * spec.moe.experts_per_token * (
+            spec.hidden_size + spec.moe.expert_intermediate_size / tp) * 2
+    mlp = era.mlp_copies * mnbt * mlp_width / tp * 2
+    return int(logits + hidden + mlp + moe) + era.fixed_bytes
+
+
+def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
+         ladder: list[int] | None = None) -> Plan:
+    version = dep.engine_version or LATEST
+    era = era_of(version)
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    notes: list[str] = []
+    max_model_len = common.check_max_model_len(spec, dep)
+    big = gpu.memory_bytes >= BIG_GPU_BYTES and "a100" not in gpu.name.lower()
+    max_num_seqs = dep.max_num_seqs or (256 if era.v0 or not big else 1024)
+    if dep.max_num_batched_tokens:
+        mnbt = dep.max_num_batched_tokens
+    elif era.v0:
+        mnbt = max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+    else:
+        mnbt = 8192 if big else 2048
+    block_size = dep.block_size or default_block_size(spec, gpu_cc)
+    util = dep.gpu_memory_utilization or era.default_utilization
+
+    model_dtype = common.model_dtype(spec, dep)
+    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
+    method = common.quantization_method(spec, dep)
+    weights = weight_layout(spec, dtype_bytes(model_dtype), method)
+    if weights.note:
+        notes.append(weights.note)
+    drafts, draft_decoders, draft_note = common.draft_layers(spec, dep)
+    if draft_note:
+        notes.append(draft_note)
+    stage_list = common.stages(spec, dep, drafts)
+
+    memories = []
+    for stage in stage_list:
+        budget = int(gpu.memory_bytes * util)
+        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
+            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
+        if dep.kv_cache_memory_bytes is not None:
+            memories.append(Memory(gpu.memory_bytes, budget, weight_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes))
+            continue
+        act = activation_bytes(era, spec, tp, max_num_seqs if stage.last else 0, mnbt)
+        non_torch = era.non_torch_multi if tp * pp > 1 else era.non_torch_single
+        graphs = 0
+        use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
+        if use_graphs and not dep.enforce_eager:
+            graphs = CUDA_GRAPH_BYTES_PER_LAYER * stage.decoder_layers
+        available = budget - weight_bytes - act - non_torch - graphs
+        memories.append(Memory(gpu.memory_bytes, budget, weight_bytes, act, non_torch, graphs, 0, available))
+    if dep.kv_cache_memory_bytes is not None:
+        notes.append("--kv-cache-memory given: vLLM skips profiling and gpu_memory_utilization")
+    settings = EngineSettings("vllm", version, util, block_size, max_model_len, max_num_seqs, mnbt)
+    notes.append(f"vLLM accounting era: {era.name}")
+    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
+                             "vLLM")

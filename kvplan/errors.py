@@ -1,0 +1,9 @@
+"""The one error type a user can cause; the CLI turns it into a single line and exit code 2."""
+
+
+class KvplanError(Exception):
+    """A mistake in the user's input: a message saying what, where, and what to do."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)

@@ -1,0 +1,97 @@
+"""The Plan: what one deployment gets, as the engine will allocate it. Every command consumes it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kvplan.capacity import PoolLayout
+from kvplan.spec.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    id: str
+    name: str
+    memory_bytes: int
+    count: int
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    name: str
+    version: str | None
+    gpu_memory_utilization: float | None
+    block_size: int
+    max_model_len: int
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One rank's memory, in bytes. kv_cache is what is left for the block pool."""
+
+    total_bytes: int
+    budget_bytes: int
+    weights_bytes: int
+    activation_bytes: int = 0
+    non_torch_bytes: int = 0
+    cuda_graph_bytes: int = 0
+    reserve_bytes: int = 0
+    kv_cache_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class LadderRung:
+    context: int
+    concurrency: int
+    kv_limited: int
+
+
+@dataclass(frozen=True)
+class Capacity:
+    num_blocks: int
+    tokens: int
+    max_concurrency: float
+    fits: bool
+    max_model_len_that_fits: int
+    blocks_per_request: int
+    request_bytes: int
+    ladder: tuple[LadderRung, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: ModelSpec
+    gpu: GpuChoice
+    tensor_parallel: int
+    pipeline_parallel: int
+    engine: EngineSettings
+    kv_dtype: str
+    kv_bytes: int
+    layout: PoolLayout
+    memory: Memory  # of the limiting rank
+    capacity: Capacity
+    limiting_stage: int = 0
+    error: str | None = None  # the engine's own startup error, when it would refuse to start
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        capacity = asdict(self.capacity)
+        capacity["ladder"] = [{"context": r.context, "concurrency": r.concurrency, "kv_limited": r.kv_limited}
+                              for r in self.capacity.ladder]
+        return {
+            "model": self.model.summary(),
+            "gpu": asdict(self.gpu),
+            "parallel": {"tensor": self.tensor_parallel, "pipeline": self.pipeline_parallel},
+            "engine": asdict(self.engine),
+            "kv": {"dtype": self.kv_dtype, "bytes_per_token": self.layout.bytes_per_token,
+                   "block_bytes": self.layout.block_bytes, "groups": self.layout.num_groups,
+                   "padding_layers": self.layout.padding_layers},
+            "memory": asdict(self.memory),
+            "capacity": capacity,
+            "limiting_stage": self.limiting_stage,
+            "error": self.error,
+            "notes": list(self.notes),
+        }

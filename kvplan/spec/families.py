@@ -1,0 +1,71 @@
+"""What a config's model_type implies that its keys do not say (the transformers config-class defaults
+and the module layout of each family). Keyed by the config's own model_type field, never by a model name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    qkv_bias: bool = False
+    o_bias: bool = False
+    gated_mlp: bool = True
+    mlp_bias: bool = False
+    layer_norm: bool = False  # LayerNorm (weight + bias) rather than RMSNorm (weight only)
+    norms_per_layer: int = 2
+    qk_norm: bool = False  # per-head q_norm / k_norm weights of head_dim each
+    attention_sinks: bool = False  # one learned sink logit per attention head
+    tied_default: bool = False
+    lm_head_bias: bool = False
+    position_rows_extra: int | None = None  # learned absolute positions: max length + this many rows
+    embedding_norm: bool = False
+    sliding_pattern: int | None = None  # every N-th layer is global when the config gives no pattern
+    vocab_default: int | None = None
+    max_position_default: int | None = None
+    rope_scaling_extends_context: bool = True
+    # The parameter count of this family was checked to the parameter against a published count.
+    exact: bool = False
+
+
+LLAMA = Family(exact=True)
+
+FAMILIES: dict[str, Family] = {
+    "llama": LLAMA,
+    "mistral": LLAMA,
+    "mixtral": LLAMA,
+    "qwen2": Family(qkv_bias=True, exact=True),
+    "qwen2_moe": Family(qkv_bias=True),
+    "qwen2_5_vl": Family(qkv_bias=True),
+    "qwen3": Family(qk_norm=True, exact=True),
+    "qwen3_moe": Family(qk_norm=True, exact=True),
+    "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192),
+    "gemma2": Family(tied_default=True, norms_per_layer=4, sliding_pattern=2, exact=True),
+    "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True, sliding_pattern=6,
+                          vocab_default=262208, max_position_default=131072,
+                          rope_scaling_extends_context=False, exact=True),
+    "phi3": Family(exact=True),
+    "phi": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
+                  norms_per_layer=1, lm_head_bias=True, exact=True),
+    "deepseek_v2": Family(exact=True),
+    "deepseek_v3": Family(),
+    "gpt_oss": Family(qkv_bias=True, o_bias=True, mlp_bias=True, attention_sinks=True),
+    "llama4_text": Family(),
+    "falcon": Family(gated_mlp=False, layer_norm=True, norms_per_layer=1, tied_default=True),
+    "RefinedWebModel": Family(gated_mlp=False, layer_norm=True, norms_per_layer=1, tied_default=True),
+    "gpt2": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
+                   tied_default=True, position_rows_extra=0, exact=True),
+    "opt": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
+                  tied_default=True, position_rows_extra=2),
+    "bloom": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
+                    tied_default=True, embedding_norm=True, exact=True),
+    "mpt": Family(gated_mlp=False, layer_norm=True, tied_default=True),
+    "gpt_neox": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True),
+    "mamba": Family(tied_default=True),
+}
+
+DEFAULT_FAMILY = Family()
+
+
+def family_of(model_type: str) -> Family:
+    return FAMILIES.get(model_type, DEFAULT_FAMILY)

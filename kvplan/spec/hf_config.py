@@ -1,0 +1,284 @@
+"""Hugging Face config.json -> ModelSpec. The same parser reads bundled, local and Hub configs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kvplan.errors import KvplanError
+from kvplan.spec import params as param_count
+from kvplan.spec.families import Family, family_of
+from kvplan.spec.fields import ConfigFields
+from kvplan.spec.layers import ChunkedLocal, FullAttention, Layer, LatentAttention, SlidingWindow, StateOnly
+from kvplan.spec.model import ModelSpec, MoE, Quantization, SpecSource
+
+MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; the largest seen is ~40 KB
+NESTED_LANGUAGE_KEYS = ("text_config", "llm_config", "language_config")
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model")
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads")
+KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "max_sequence_length", "max_seq_length", "seq_len")
+DEFAULT_MAX_LEN = 2048  # vLLM's fallback when a config names no maximum length
+ROPE_TYPES_KEEPING_LENGTH = ("su", "longrope", "llama3", "mrope", "default")
+
+
+def load_json(raw: bytes, where: str) -> dict[str, Any]:
+    """Parse config bytes. Python's json accepts bare Infinity / NaN, which real configs contain."""
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise KvplanError(f"file is {len(raw):,} bytes; a config.json is a few KB, so this is not one", where)
+    if not raw.strip():
+        raise KvplanError("file is empty; expected a JSON object", where)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KvplanError(f"not UTF-8 text (byte {exc.start}); expected a config.json", where) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise KvplanError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", where) from None
+    except RecursionError:
+        raise KvplanError("JSON nested too deeply", where) from None
+    if not isinstance(data, dict):
+        raise KvplanError(f"expected a JSON object at the top level, got {type(data).__name__}", where)
+    return data
+
+
+def language_fields(top: ConfigFields) -> ConfigFields:
+    """The language-model part of a (possibly multimodal) config."""
+    for key in NESTED_LANGUAGE_KEYS:
+        nested = top.nested(key)
+        if nested is not None and nested.first_key(LAYER_KEYS):
+            return nested
+    thinker = top.nested("thinker_config")
+    if thinker is not None:
+        nested = thinker.nested("text_config")
+        if nested is not None:
+            return nested
+    return top
+
+
+def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where: str | None = None,
+                 accessed: set[tuple[str, ...]] | None = None) -> ModelSpec:
+    """Build the spec; `accessed`, when given, collects the key paths the parser read."""
+    where = where or source.location
+    top = ConfigFields(data, where, accessed=accessed)
+    lm = language_fields(top)
+    model_type = lm.str("model_type") or top.str("model_type") or "unknown"
+    family = family_of(model_type)
+    architectures = top.list("architectures") or lm.list("architectures") or []
+    architecture = str(architectures[0]) if architectures else model_type
+
+    num_layers = lm.int(LAYER_KEYS)
+    hidden = lm.int(HIDDEN_KEYS)
+    vocab = lm.int("vocab_size", family.vocab_default)
+    is_ssm = lm.first_key(HEAD_KEYS) is None and lm.has("state_size")
+    heads = 0 if is_ssm else lm.int(HEAD_KEYS)
+    intermediate = _intermediate_size(lm, hidden)
+    layers = tuple(_layers(lm, family, num_layers, hidden, heads, intermediate))
+    moe = _moe(lm, num_layers, intermediate)
+    tie = _tied(top, lm, family)
+    dtype = lm.str(("torch_dtype", "dtype")) or top.str(("torch_dtype", "dtype")) or "float32"
+    quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config"))
+    max_context, context_note = _max_context(lm, family)
+    notes = [context_note] if context_note else []
+
+    params = param_count.count(lm, top, family, model_type, num_layers, hidden, heads, vocab, intermediate,
+                               layers, moe, tie)
+    if not params.exact and params.note:
+        notes.append(params.note)
+    return ModelSpec(
+        id=model_id, source=source, architecture=architecture, model_type=model_type,
+        num_layers=num_layers, hidden_size=hidden, num_attention_heads=heads, vocab_size=vocab,
+        intermediate_size=intermediate, tie_word_embeddings=tie, dtype=dtype, max_context=max_context,
+        layers=layers, params=params, moe=moe, quantization=quant,
+        mtp_layers=lm.optional_int("num_nextn_predict_layers", minimum=0) or 0, notes=tuple(notes),
+    )
+
+
+def _intermediate_size(lm: ConfigFields, hidden: int) -> int:
+    explicit = lm.optional_int(("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"))
+    if explicit:
+        return explicit
+    ratio = lm.optional_int("expansion_ratio")
+    return hidden * (ratio or 4)
+
+
+def _head_dim(lm: ConfigFields, hidden: int, heads: int) -> int:
+    explicit = lm.optional_int(("head_dim", "attention_head_dim", "hidden_size_per_head"))
+    if explicit:
+        return explicit
+    if hidden % heads:
+        raise lm.fail("hidden_size", f"({hidden}) is not divisible by the {heads} attention heads and no "
+                                     "head_dim is given")
+    return hidden // heads
+
+
+def _kv_heads(lm: ConfigFields, heads: int) -> int:
+    key = lm.first_key(KV_HEAD_KEYS)
+    if key is not None:
+        kv = lm.int(key)
+    elif lm.bool("multi_query", False) and not lm.bool("new_decoder_architecture", False):
+        kv = 1
+    else:
+        attn = lm.nested("attn_config")
+        kv = (attn.optional_int("kv_n_heads") if attn else None) or heads
+    if kv > heads or heads % kv:
+        raise lm.fail(key or "num_key_value_heads", f"({kv}) must divide the {heads} attention heads")
+    return kv
+
+
+def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int,
+            intermediate: int) -> list[Layer]:
+    if heads == 0:
+        return [StateOnly(_mamba_state_bytes(lm, hidden))] * num_layers
+    kv_lora = lm.optional_int("kv_lora_rank")
+    if kv_lora:
+        latent = LatentAttention(kv_lora + lm.int("qk_rope_head_dim", 0, minimum=0))
+        return [latent] * num_layers
+
+    head_dim = _head_dim(lm, hidden, heads)
+    kv = _kv_heads(lm, heads)
+    full = FullAttention(kv, head_dim)
+    window = lm.optional_int(("sliding_window", "sliding_window_size"))
+    sliding = SlidingWindow(kv, head_dim, window) if window else None
+    state = StateOnly(_mamba_state_bytes(lm, hidden))
+
+    layer_types = lm.list("layer_types")
+    if layer_types is not None:
+        return _from_layer_types(lm, layer_types, num_layers, full, sliding, state)
+    pattern = lm.str("hybrid_override_pattern")
+    if pattern is not None:
+        if len(pattern) != num_layers:
+            raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
+        return [full if symbol == "*" else state for symbol in pattern]
+    period = lm.optional_int("attn_layer_period")
+    if period:
+        offset = lm.int("attn_layer_offset", 0, minimum=0)
+        return [full if i % period == offset else state for i in range(num_layers)]
+    chunk = lm.optional_int("attention_chunk_size")
+    if chunk:
+        return _chunked(lm, num_layers, kv, head_dim, chunk)
+    if sliding is None or not lm.bool("use_sliding_window", True):
+        return [full] * num_layers
+    every = lm.optional_int(("sliding_window_pattern", "_sliding_window_pattern")) or family.sliding_pattern
+    if every:
+        return [full if (i + 1) % every == 0 else sliding for i in range(num_layers)]
+    if lm.has("max_window_layers") and lm.has("use_sliding_window"):
+        first = lm.int("max_window_layers", minimum=0)
+        return [sliding if i >= first else full for i in range(num_layers)]
+    return [sliding] * num_layers
+
+
+def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int, full: FullAttention,
+                      sliding: SlidingWindow | None, state: StateOnly) -> list[Layer]:
+    if len(layer_types) != num_layers:
+        raise lm.fail("layer_types", f"has {len(layer_types)} entries for {num_layers} layers")
+    result: list[Layer] = []
+    for entry in layer_types:
+        if entry == "full_attention" or entry == "attention":
+            result.append(full)
+        elif entry in ("sliding_attention", "sliding_window_attention"):
+            if sliding is None:
+                raise lm.fail("sliding_window", "is missing but layer_types names sliding_attention layers")
+            result.append(sliding)
+        elif entry in ("linear_attention", "mamba", "mamba2", "conv", "recurrent"):
+            result.append(state)
+        else:
+            raise lm.fail("layer_types", f"has an unknown layer type {entry!r:.40}")
+    return result
+
+
+def _chunked(lm: ConfigFields, num_layers: int, kv: int, head_dim: int, chunk: int) -> list[Layer]:
+    # no_rope_layers[i] == 1: RoPE + chunked local attention; 0: a global NoPE layer. Empty means the
+    # transformers default, every 4th layer global.
+    flags = lm.list("no_rope_layers") or []
+    if not flags:
+        interval = lm.int("no_rope_layer_interval", 4)
+        flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
+    if len(flags) != num_layers:
+        raise lm.fail("no_rope_layers", f"has {len(flags)} entries for {num_layers} layers")
+    local, glob = ChunkedLocal(kv, head_dim, chunk), FullAttention(kv, head_dim)
+    return [local if flag else glob for flag in flags]
+
+
+def _mamba_state_bytes(lm: ConfigFields, hidden: int) -> int | None:
+    state = lm.optional_int(("state_size", "mamba_d_state", "ssm_state_size"))
+    if not state:
+        return None
+    inner = lm.optional_int(("mamba_d_inner",)) or hidden * (lm.optional_int(("expand", "mamba_expand")) or 2)
+    conv = lm.optional_int(("conv_kernel", "mamba_d_conv")) or 4
+    return (inner * (conv - 1) + inner * state) * 4  # fp32 state per layer per sequence
+
+
+def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
+    experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"))
+    if not experts or experts < 2:
+        return None
+    per_token = lm.int(("num_experts_per_tok", "experts_per_token", "moe_topk"), 1)
+    expert_size = lm.optional_int("moe_intermediate_size") or intermediate
+    shared = lm.optional_int("n_shared_experts", minimum=0) or 0
+    shared_size = shared * expert_size
+    if lm.has("shared_expert_intermediate_size"):
+        shared, shared_size = 1, lm.int("shared_expert_intermediate_size")
+    dense: list[int] = []
+    first_dense = lm.optional_int("first_k_dense_replace", minimum=0) or 0
+    dense.extend(range(min(first_dense, num_layers)))
+    only_mlp = lm.list("mlp_only_layers") or []
+    dense.extend(i for i in only_mlp if isinstance(i, int) and 0 <= i < num_layers)
+    step = lm.optional_int(("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq")) or 1
+    if step > 1:
+        offset = step - 1 if lm.has("interleave_moe_layer_step") else 0
+        dense.extend(i for i in range(num_layers) if i % step != offset)
+    return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))))
+
+
+def _tied(top: ConfigFields, lm: ConfigFields, family: Family) -> bool:
+    if lm.has("tie_word_embeddings"):
+        return lm.bool("tie_word_embeddings", family.tied_default)
+    return top.bool("tie_word_embeddings", family.tied_default)
+
+
+def _quantization(q: ConfigFields | None) -> Quantization | None:
+    if q is None:
+        return None
+    method = q.str(("quant_method", "quant_algo")) or "unknown"
+    bits = q.optional_int(("bits", "w_bit", "weight_bits", "num_bits"))
+    group = q.optional_int(("group_size", "q_group_size"), minimum=-1)
+    groups = q.nested("config_groups")
+    if groups is not None and bits is None:
+        for name in groups.data:
+            group_cfg = groups.nested(name)
+            weights = group_cfg.nested("weights") if group_cfg else None
+            if weights is not None:
+                bits = weights.optional_int("num_bits")
+                group = weights.optional_int("group_size")
+                break
+    if method == "fp8" and bits is None:
+        bits = 8
+    if method == "mxfp4":
+        bits, group = 4, 32
+    skipped = q.list("modules_to_not_convert") or q.list("ignore") or []
+    return Quantization(method, bits, group if group and group > 0 else None,
+                        tuple(str(s) for s in skipped))
+
+
+def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:
+    """max_model_len as vLLM derives it: the smallest length key, times the RoPE scaling factor."""
+    lengths = [lm.int(k) for k in MAX_LEN_KEYS if lm.has(k)]
+    if not lengths:
+        if family.max_position_default:
+            return family.max_position_default, None
+        return DEFAULT_MAX_LEN, f"config names no maximum length; vLLM falls back to {DEFAULT_MAX_LEN}"
+    length = min(lengths)
+    rope = lm.dict("rope_scaling")
+    if rope and family.rope_scaling_extends_context:
+        rope_type = rope.get("rope_type") or rope.get("type")
+        if rope_type not in ROPE_TYPES_KEEPING_LENGTH and isinstance(rope.get("factor"), (int, float)):
+            scaled = ConfigFields(rope, lm.where, (*lm.path, "rope_scaling"))
+            factor = scaled.number("factor") or 1.0
+            if rope_type == "yarn":
+                length = scaled.int("original_max_position_embeddings", length)
+            length = int(length * factor)
+    return length, None

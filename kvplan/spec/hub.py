@@ -1,0 +1,65 @@
+"""The Hugging Face Hub source: config.json through huggingface_hub, so that revision, token, cache,
+HF_HUB_OFFLINE and HF_ENDPOINT behave as they do for every other Hub tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from kvplan.errors import KvplanError
+from kvplan.spec.model import SpecSource
+
+OFFLINE_HINT = "use a bundled id (kvplan models list) or a local config.json path"
+
+
+def cached_config(repo_id: str, revision: str | None) -> Path | None:
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    return Path(found) if isinstance(found, str) else None
+
+
+def download_config(repo_id: str, revision: str | None, token: str | None,
+                    suggestions: list[str]) -> tuple[Path, SpecSource]:
+    where = repo_id if revision is None else f"{repo_id}@{revision}"
+    if "/" not in repo_id or repo_id.count("/") > 1:
+        hint = f"; bundled ids like it: {', '.join(suggestions)}" if suggestions else ""
+        raise KvplanError(f"not a bundled id, a local path, or a Hub repo id (org/name){hint}", where)
+    if constants.HF_HUB_OFFLINE:
+        cached = cached_config(repo_id, revision)
+        if cached is None:
+            raise KvplanError(f"HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache; "
+                              f"{OFFLINE_HINT}", where)
+        return cached, SpecSource("hub-cache", str(cached), revision)
+    try:
+        path = hf_hub_download(repo_id, "config.json", revision=revision, token=token)
+    except GatedRepoError:
+        raise KvplanError("the repo is gated: accept its licence on the Hub, then log in (hf auth login) or "
+                          "pass --token; or give a local config.json path", where) from None
+    except RevisionNotFoundError:
+        raise KvplanError(f"revision {revision!r} not found; check the branch, tag or commit", where) from None
+    except EntryNotFoundError:
+        raise KvplanError("the repo has no config.json; pass a local config.json path", where) from None
+    except RepositoryNotFoundError:
+        hint = f" Bundled ids like it: {', '.join(suggestions)}." if suggestions else ""
+        raise KvplanError("repo not found, or private (401/404): check the id, log in (hf auth login) or pass "
+                          f"--token, or give a local config.json path.{hint}", where) from None
+    except LocalEntryNotFoundError:
+        raise KvplanError(f"the Hub ({constants.ENDPOINT}) is unreachable and config.json is not cached; "
+                          f"{OFFLINE_HINT}", where) from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        if status in (401, 403):
+            raise KvplanError(f"access denied ({status}): log in (hf auth login) or pass --token, or give a "
+                              "local config.json path", where) from None
+        raise KvplanError(f"the Hub answered {status}; {OFFLINE_HINT}", where) from None
+    except OSError as exc:
+        raise KvplanError(f"cannot fetch config.json ({exc}); {OFFLINE_HINT}", where) from None
+    return Path(path), SpecSource("hub", f"{constants.ENDPOINT}/{repo_id}", revision)

@@ -1,0 +1,110 @@
+"""ModelSpec: the normalized architecture of one model. Pure data; parsing lives in spec.hf_config."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.spec.layers import Layer
+
+
+@dataclass(frozen=True)
+class SpecSource:
+    kind: str  # "bundled", "user", "local", "hub", "hub-cache"
+    location: str
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class MoE:
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_experts: int = 0
+    shared_intermediate_size: int = 0
+    dense_layers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Quantization:
+    method: str
+    bits: int | None = None
+    group_size: int | None = None
+    unquantized: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: int
+    exact: bool
+    note: str = ""
+    # Parameters by the role that decides their storage format under quantization.
+    embeddings: int = 0
+    lm_head: int = 0
+    experts: int = 0
+    vision: int = 0
+
+    @property
+    def linear_non_expert(self) -> int:
+        return self.total - self.embeddings - self.lm_head - self.experts - self.vision
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    source: SpecSource
+    architecture: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    vocab_size: int
+    intermediate_size: int
+    tie_word_embeddings: bool
+    dtype: str
+    max_context: int
+    layers: tuple[Layer, ...]
+    params: ParamCount
+    moe: MoE | None = None
+    quantization: Quantization | None = None
+    mtp_layers: int = 0  # multi-token-prediction layers shipped with the checkpoint (speculative drafts)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def kv_layers(self) -> tuple[Layer, ...]:
+        return tuple(layer for layer in self.layers if layer.holds_kv)
+
+    @property
+    def num_kv_layers(self) -> int:
+        return len(self.kv_layers)
+
+    @property
+    def num_kv_heads(self) -> int:
+        return max((layer.kv_heads for layer in self.kv_layers), default=0)
+
+    @property
+    def head_dim(self) -> int:
+        return max((layer.head_dim for layer in self.kv_layers), default=0)
+
+    @property
+    def attention(self) -> str:
+        """A short label: the kinds present, with counts when mixed ('full' or 'sliding:52+full:10')."""
+        counts = Counter(layer.kind for layer in self.layers)
+        if len(counts) == 1:
+            return next(iter(counts))
+        return "+".join(f"{kind}:{n}" for kind, n in counts.most_common())
+
+    def kv_bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return sum(layer.bytes_per_token(kv_bytes, tp) for layer in self.layers)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "num_layers": self.num_layers,
+            "kv_layers": self.num_kv_layers,
+            "num_kv_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "attention": self.attention,
+            "params": self.params.total,
+        }

@@ -1,0 +1,53 @@
+"""Bytes of model weights as the engine loads them: the parameter count by role, times the bytes each role
+is stored in (quantized formats with their scales)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.spec.model import ModelSpec
+
+FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
+INT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors", "bitsandbytes", "marlin",
+               "int4", "int8", "experts_int8", "w8a8", "gguf")
+
+
+@dataclass(frozen=True)
+class WeightLayout:
+    embeddings: int  # bytes, first pipeline stage
+    lm_head: int  # bytes, last pipeline stage
+    per_layer: int  # bytes of one decoder layer
+    vision: int  # bytes, first pipeline stage
+    note: str = ""
+
+    def total(self, num_layers: int) -> int:
+        return self.embeddings + self.lm_head + self.per_layer * num_layers + self.vision
+
+
+def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None) -> WeightLayout:
+    """method: the quantization in force (the --quantization flag, else the checkpoint's own)."""
+    params = spec.params
+    quant = spec.quantization
+    linear = params.total - params.embeddings - params.lm_head - params.vision
+    experts = params.experts
+    dense_linear = linear - experts
+    note = ""
+    if method is None:
+        decoder = linear * dtype_bytes
+    elif method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
+        # 8-bit weights in every linear layer; embeddings and lm_head stay at the model dtype.
+        decoder = linear
+    elif method == "mxfp4":
+        # Experts in MXFP4: 4-bit values plus one 8-bit scale per 32 (4.25 bits); the rest unquantized.
+        decoder = dense_linear * dtype_bytes + experts * 17 // 32
+    elif method in INT_METHODS:
+        bits = (quant.bits if quant and quant.bits else None) or (8 if "8" in method else 4)
+        group = (quant.group_size if quant and quant.group_size else None) or 128
+        # Packed integers plus one fp16 scale (and a packed zero point) per group of `group` weights.
+        decoder = linear * bits // 8 + linear * (2 * 8 + bits) // (8 * group)
+    else:
+        decoder = linear * dtype_bytes
+        note = f"quantization {method!r} is not modelled; weights counted at the model dtype"
+    layers = max(1, spec.num_layers)
+    return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes, decoder // layers,
+                        params.vision * dtype_bytes, note)
