@@ -220,6 +220,8 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     expert_size = lm.optional_int("moe_intermediate_size") or intermediate
     shared = lm.optional_int("n_shared_experts", minimum=0) or 0
     shared_size = shared * expert_size
+    if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
+        shared, shared_size = 1, expert_size
     if lm.has("shared_expert_intermediate_size"):
         shared, shared_size = 1, lm.int("shared_expert_intermediate_size")
     dense: list[int] = []

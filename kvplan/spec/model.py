@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvplan.spec.layers import Layer
@@ -108,3 +108,42 @@ class ModelSpec:
             "attention": self.attention,
             "params": self.params.total,
         }
+
+
+def layer_runs(layers: tuple[Layer, ...]) -> list[dict[str, Any]]:
+    """Consecutive identical layers folded into runs: {"kind", "count", "first", ...the kind's fields}."""
+    runs: list[dict[str, Any]] = []
+    for index, layer in enumerate(layers):
+        if runs and runs[-1]["_layer"] == layer:
+            runs[-1]["count"] += 1
+            continue
+        runs.append({"_layer": layer, "first": index, "count": 1, "kind": layer.kind,
+                     **{k: v for k, v in asdict(layer).items() if v is not None}})
+    for run in runs:
+        del run["_layer"]
+    return runs
+
+
+def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
+    return {
+        **spec.summary(),
+        "source": asdict(spec.source),
+        "architecture": spec.architecture,
+        "model_type": spec.model_type,
+        "hidden_size": spec.hidden_size,
+        "num_attention_heads": spec.num_attention_heads,
+        "vocab_size": spec.vocab_size,
+        "intermediate_size": spec.intermediate_size,
+        "tie_word_embeddings": spec.tie_word_embeddings,
+        "dtype": spec.dtype,
+        "max_context": spec.max_context,
+        "params_exact": spec.params.exact,
+        "params_breakdown": {"embeddings": spec.params.embeddings, "lm_head": spec.params.lm_head,
+                             "experts": spec.params.experts, "vision": spec.params.vision},
+        "moe": asdict(spec.moe) if spec.moe else None,
+        "quantization": asdict(spec.quantization) if spec.quantization else None,
+        "mtp_layers": spec.mtp_layers,
+        "kv_bytes_per_token_16bit": spec.kv_bytes_per_token(2),
+        "layers": layer_runs(spec.layers),
+        "notes": list(spec.notes),
+    }

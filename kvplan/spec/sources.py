@@ -112,8 +112,14 @@ def read_local(path: Path, model_id: str | None = None) -> ModelSpec:
     data = load_json(raw, where)
     if "_kvplan" in data and isinstance(data.get("config"), dict):
         return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"))
-    name = model_id or _name_from_config(data) or (path.name if path.is_dir() else path.parent.name or path.stem)
+    name = model_id or _name_from_config(data) or _name_from_path(path)
     return parse_config(data, name, SpecSource("local", where))
+
+
+def _name_from_path(path: Path) -> str:
+    """A model directory's name, or a JSON file's stem; 'org__name' (the bundled naming) reads as org/name."""
+    stem = path.name if path.is_dir() else (path.parent.name if path.name == "config.json" else path.stem)
+    return (stem or "local-model").replace("__", "/", 1)
 
 
 def _name_from_config(data: dict[str, Any]) -> str | None:

@@ -1,0 +1,124 @@
+"""kvplan models: list, show and import specs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kvplan.cli.options import JsonFlag, ModelArg, RevisionOpt, TokenOpt
+from kvplan.cli.output import console, print_json
+from kvplan.errors import KvplanError
+from kvplan.spec import sources
+from kvplan.spec.model import ModelSpec, spec_to_dict
+
+app = typer.Typer(help="Bundled and user model specs.", no_args_is_help=True)
+
+
+def _row(spec: ModelSpec) -> dict[str, object]:
+    from kvplan.units import dtype_bytes
+
+    try:
+        kv_bytes = dtype_bytes(spec.dtype)
+    except KvplanError:
+        kv_bytes = 2
+    return {"id": spec.id, "layers": spec.num_layers, "kv_layers": spec.num_kv_layers,
+            "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim, "attention": spec.attention,
+            "params": spec.params.total, "params_exact": spec.params.exact, "dtype": spec.dtype,
+            "kv_bytes_per_token": spec.kv_bytes_per_token(kv_bytes), "source": spec.source.kind}
+
+
+@app.command("list", help="Table of bundled and user specs.")
+def list_models(json_output: JsonFlag = False) -> None:
+    rows = [_row(sources.read_spec_file(f)) for f in sources.spec_files()]
+    if json_output:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} model specs (KV bytes per token at the model's dtype, all layers)")
+    for column in ("id", "layers", "KV layers", "KV heads", "head dim", "attention", "params", "KV B/token"):
+        table.add_column(column, justify="left" if column in ("id", "attention") else "right")
+    for r in rows:
+        params = f"{r['params']:,}" + ("" if r["params_exact"] else "~")
+        table.add_row(str(r["id"]), str(r["layers"]), str(r["kv_layers"]), str(r["kv_heads"]), str(r["head_dim"]),
+                      str(r["attention"]), params, f"{r['kv_bytes_per_token']:,}")
+    console.print(table)
+    console.print("[dim]~ = parameter count derived from the config layout, not checked against a published "
+                  f"count. User specs: {sources.user_dir()} (${sources.USER_SPEC_DIR_ENV})[/dim]")
+
+
+@app.command("show", help="The normalized spec of MODEL and where it came from.")
+def show(model: ModelArg, json_output: JsonFlag = False, revision: RevisionOpt = None,
+         token: TokenOpt = None) -> None:
+    spec = sources.resolve(model, revision, token)
+    data = spec_to_dict(spec)
+    data["lookup_order"] = list(sources.LOOKUP_ORDER)
+    if json_output:
+        print_json(data)
+        return
+    console.print(f"[bold]{spec.id}[/bold]  ({spec.architecture}, model_type {spec.model_type})")
+    console.print(f"source: {spec.source.kind}: {spec.source.location}"
+                  + (f" @ {spec.source.revision}" if spec.source.revision else ""))
+    console.print(f"lookup order: {' -> '.join(sources.LOOKUP_ORDER)}")
+    exact = "exact" if spec.params.exact else "derived, not checked against a published count"
+    console.print(f"parameters: {spec.params.total:,} ({exact}); dtype {spec.dtype}; "
+                  f"max context {spec.max_context:,}")
+    console.print(f"layers: {spec.num_layers} ({spec.num_kv_layers} hold KV); hidden {spec.hidden_size}; "
+                  f"heads {spec.num_attention_heads}; vocab {spec.vocab_size:,}")
+    for run in data["layers"]:
+        last = run["first"] + run["count"] - 1
+        fields = ", ".join(f"{k} {v}" for k, v in run.items() if k not in ("first", "count", "kind"))
+        console.print(f"  layers {run['first']}-{last}: {run['kind']}" + (f" ({fields})" if fields else ""))
+    console.print(f"KV bytes per token at 16-bit: {spec.kv_bytes_per_token(2):,}")
+    if spec.moe:
+        m = spec.moe
+        console.print(f"MoE: {m.num_experts} experts, {m.experts_per_token} per token, width "
+                      f"{m.expert_intermediate_size}, shared {m.shared_experts}, dense layers {list(m.dense_layers)}")
+    if spec.quantization:
+        q = spec.quantization
+        console.print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}")
+    for note in spec.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+
+
+@app.command("import", help="Write a trimmed spec from a full config.json into the user spec directory.")
+def import_spec(
+    path: Annotated[Path, typer.Argument(help="config.json or a model directory holding one.")],
+    model_id: Annotated[str | None, typer.Option("--id", help="Id to store it under (org/name).")] = None,
+    params: Annotated[int | None, typer.Option("--params", help="Published exact parameter count.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Where the config came from.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing user spec.")] = False,
+) -> None:
+    from kvplan.spec.fields import trimmed
+    from kvplan.spec.hf_config import load_json, parse_config
+    from kvplan.spec.model import SpecSource
+
+    config_path = path / "config.json" if path.is_dir() else path
+    if not config_path.is_file():
+        raise KvplanError("no such config.json", str(config_path))
+    data = load_json(config_path.read_bytes(), str(config_path))
+    name = model_id or sources._name_from_config(data)
+    if not name or "/" not in name:
+        raise KvplanError("cannot tell the model id from the config; pass --id org/name", str(config_path))
+    if params is not None and params <= 0:
+        raise KvplanError(f"must be positive, got {params}", "--params")
+    accessed: set[tuple[str, ...]] = set()
+    parse_config(data, name, SpecSource("local", str(config_path)), str(config_path), accessed)
+    meta = {"source": source or str(config_path.resolve()), "revision": None}
+    if params is not None:
+        meta["params"] = params
+    target_dir = sources.user_dir()
+    target = target_dir / sources.spec_file_name(name)
+    if target.exists() and not force:
+        raise KvplanError("a user spec with this id exists; pass --force to replace it", str(target))
+    target_dir.mkdir(parents=True, exist_ok=True)
+    text = sources.dump_document(name, trimmed(data, accessed), meta)
+    handle, temp = tempfile.mkstemp(dir=target_dir, suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(temp, target)
+    console.print(f"wrote {target}")

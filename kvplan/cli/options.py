@@ -1,0 +1,14 @@
+"""Option types shared by commands, defined once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+ModelArg = Annotated[str, typer.Argument(help="Bundled id, local config.json / model directory, or Hub repo id.",
+                                         show_default=False)]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit.")]
+TokenOpt = Annotated[str | None, typer.Option("--token", help="Hub token for gated or private repos.",
+                                              envvar="HF_TOKEN", show_envvar=False)]

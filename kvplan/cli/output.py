@@ -1,0 +1,21 @@
+"""One output helper: rich text for people, JSON for scripts; one-line errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+# Pipes and CI logs get a wide page rather than rich's 80-column fallback.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def error_line(message: str) -> None:
+    text = " ".join(str(message).split())
+    sys.stderr.write(f"kvplan: error: {text}\n")

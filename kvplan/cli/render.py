@@ -1,0 +1,105 @@
+"""A Plan as a rich panel: memory bar, the formula with this model's numbers, capacity, ladder, notes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from kvplan.levers import Lever
+from kvplan.plan import Plan
+from kvplan.units import GB, GiB
+
+BAR_WIDTH = 60
+SEGMENTS = (("weights", "weights_bytes", "blue"), ("activation", "activation_bytes", "magenta"),
+            ("non-torch", "non_torch_bytes", "yellow"), ("CUDA graphs", "cuda_graph_bytes", "cyan"),
+            ("reserve", "reserve_bytes", "white"), ("KV pool", "kv_cache_bytes", "green"))
+
+
+def _size(n: int) -> str:
+    return f"{n / GiB:7.2f} GiB  ({n / GB:.2f} GB)"
+
+
+def memory_bar(plan: Plan) -> Group:
+    memory = plan.memory
+    total = max(memory.total_bytes, 1)
+    bar = Text()
+    used = 0
+    rows = Table.grid(padding=(0, 2))
+    for label, attr, colour in SEGMENTS:
+        value = getattr(memory, attr)
+        if value <= 0 and attr != "kv_cache_bytes":
+            continue
+        cells = round(max(value, 0) / total * BAR_WIDTH)
+        bar.append("█" * cells, style=colour)
+        used += cells
+        rows.add_row(Text("■ " + label, style=colour), _size(value))
+    unused = memory.total_bytes - sum(max(getattr(memory, a), 0) for _, a, _ in SEGMENTS)
+    bar.append("░" * max(0, BAR_WIDTH - used), style="dim")
+    rows.add_row(Text("░ unused", style="dim"), _size(max(unused, 0)))
+    rows.add_row(Text("  GPU total (CUDA)"), _size(memory.total_bytes))
+    return Group(bar, rows)
+
+
+def formula(plan: Plan) -> str:
+    layout = plan.layout
+    if not layout.groups:
+        return "no attention layers: no KV block pool"
+    bs, kvb = layout.block_size, plan.kv_bytes
+    if len(layout.groups) == 1 and layout.groups[0].layer.kind in ("full", "sliding", "chunked"):
+        g = layout.groups[0]
+        heads = g.layer.heads_per_rank(plan.tensor_parallel)
+        return (f"block bytes = 2 x {g.real_layers} layers x {heads} KV heads x {g.layer.head_dim} head dim x "
+                f"{bs} tokens x {kvb} B = {layout.block_bytes:,} B")
+    if len(layout.groups) == 1 and layout.groups[0].layer.kind == "mla":
+        g = layout.groups[0]
+        return (f"block bytes = {g.real_layers} layers x {g.layer.head_dim} latent x {bs} tokens x {kvb} B "
+                f"= {layout.block_bytes:,} B (MLA: no K/V factor, whole on every rank)")
+    kinds = ", ".join(f"{g.real_layers}x {g.layer.describe()}" for g in layout.groups)
+    return (f"{layout.num_groups} KV groups of {layout.groups[0].slots} layer slots ({kinds}); page = {bs} tokens x "
+            f"{layout.page_bytes // bs:,} B = {layout.page_bytes:,} B per layer; block bytes = page x "
+            f"{layout.groups[0].slots} = {layout.block_bytes:,} B")
+
+
+def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
+    cap, eng = plan.capacity, plan.engine
+    version = f" {eng.version}" if eng.version else ""
+    title = (f"{plan.model.id} on {plan.gpu.count}x {plan.gpu.name} · {eng.name}{version} · "
+             f"TP {plan.tensor_parallel} PP {plan.pipeline_parallel}")
+    facts = Table.grid(padding=(0, 2))
+    util = f"{eng.gpu_memory_utilization}" if eng.gpu_memory_utilization is not None else "-"
+    facts.add_row("knobs", f"utilization {util}, block {eng.block_size} tokens, max_model_len {eng.max_model_len:,}, "
+                           f"max_num_seqs {eng.max_num_seqs}, max_num_batched_tokens {eng.max_num_batched_tokens}")
+    facts.add_row("KV", f"{plan.kv_dtype} ({plan.kv_bytes} B), {plan.layout.bytes_per_token:,} B per token "
+                        f"on the limiting rank")
+    facts.add_row("formula", formula(plan))
+    kv_bytes = plan.memory.kv_cache_bytes
+    facts.add_row("pool", f"{max(kv_bytes, 0):,} B // {plan.layout.block_bytes:,} B = {cap.num_blocks:,} blocks")
+    facts.add_row("KV cache", f"[bold]{cap.tokens:,} tokens[/bold] (as vLLM logs 'GPU KV cache size')")
+    facts.add_row("concurrency", f"[bold]{cap.max_concurrency:.2f}x[/bold] at {eng.max_model_len:,} tokens per request "
+                                 f"({cap.blocks_per_request:,} blocks each)")
+    facts.add_row("longest fit", f"{cap.max_model_len_that_fits:,} tokens for one request")
+    ladder = Table(title="requests at once by context", title_justify="left", box=None, padding=(0, 2))
+    ladder.add_column("context", justify="right")
+    ladder.add_column("requests", justify="right")
+    ladder.add_column("KV-limited", justify="right")
+    for rung in cap.ladder:
+        ladder.add_row(f"{rung.context:,}", f"{rung.concurrency:,}", f"{rung.kv_limited:,}")
+    parts: list[object] = [memory_bar(plan), Text(""), facts, Text(""), ladder]
+    if plan.error:
+        parts += [Text(""), Text(plan.error, style="bold red")]
+    if levers:
+        table = Table(title="levers", title_justify="left", box=None, padding=(0, 2))
+        for column in ("flags", "KV tokens", "concurrency", "fits"):
+            table.add_column(column, justify="left" if column == "flags" else "right", no_wrap=True)
+        for lever in levers:
+            table.add_row(lever.flags, f"{lever.tokens:,}", f"{lever.max_concurrency:.2f}x",
+                          "yes" if lever.fits else "no")
+        parts += [Text(""), table]
+    for note in plan.notes:
+        parts.append(Text(f"note: {note}", style="dim"))
+    border = "red" if plan.error else "green"
+    return Panel(Group(*parts), title=title, border_style=border, subtitle="GiB = 2^30 B, GB = 10^9 B")
