@@ -95,7 +95,9 @@ def check_max_model_len(spec: ModelSpec, dep: Deployment) -> int:
 
 def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: EngineSettings,
                stage_list: list[Stage], memories: list[Memory], kv_name: str, kv_bytes: int,
-               ladder_contexts: list[int] | None, notes: list[str], engine_label: str) -> Plan:
+               ladder_contexts: list[int] | None, notes: list[str], engine_label: str,
+               concurrency_in_tokens: bool = False) -> Plan:
+    """concurrency_in_tokens: V0's rule, pool tokens / max_model_len, instead of blocks per request."""
     tp = dep.tensor_parallel_size
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
     layouts = [pool_layout(stage.layers, settings.block_size, kv_bytes, tp) for stage in stage_list]
@@ -131,7 +133,8 @@ def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: Engin
                  "--gpu-memory-utilization or lower --max-model-len.")
     capacity = Capacity(
         num_blocks=num_blocks, tokens=layout.reported_tokens(num_blocks),
-        max_concurrency=round(concurrency(num_blocks, per_request), 2), fits=error is None and bool(layout.groups),
+        max_concurrency=round(num_blocks * settings.block_size / length if concurrency_in_tokens
+                              else concurrency(num_blocks, per_request), 2), fits=error is None and bool(layout.groups),
         max_model_len_that_fits=longest, blocks_per_request=per_request, request_bytes=request_bytes,
         ladder=tuple(ladder))
     if layout.padding_layers:

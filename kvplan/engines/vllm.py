@@ -139,4 +139,4 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     settings = EngineSettings("vllm", version, util, block_size, max_model_len, max_num_seqs, mnbt)
     notes.append(f"vLLM accounting era: {era.name}")
     return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
-                             "vLLM")
+                             "vLLM", concurrency_in_tokens=era.v0)

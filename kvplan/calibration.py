@@ -1,0 +1,89 @@
+"""Replays real vLLM startup logs (data/vllm_calibration.yaml) through kvplan's vLLM model: from the logged
+available memory (must match to the block) and from scratch (GPU, model, flags and version only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvplan.deployment import Deployment
+from kvplan.engines import estimate
+from kvplan.hardware import find_gpu
+from kvplan.plan import GpuChoice, Plan
+from kvplan.spec.sources import resolve
+from kvplan.units import GiB
+
+DATA = Path(__file__).parent / "data" / "vllm_calibration.yaml"
+PRINT_HALF_STEP = 0.005 * GiB  # vLLM prints GiB with two decimals
+
+
+def entries() -> list[dict[str, Any]]:
+    import yaml
+
+    return list(yaml.safe_load(DATA.read_text(encoding="utf-8")))
+
+
+def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tuple[Deployment, GpuChoice, str | None]:
+    gpu = find_gpu(entry["gpu"])
+    tp = entry.get("tp", 1)
+    dep = Deployment(
+        engine="vllm", engine_version=entry["version"], gpu_memory_bytes=gpu.memory_bytes,
+        dtype=entry.get("dtype", "auto"), kv_cache_dtype=entry.get("kv_cache_dtype", "auto"),
+        block_size=entry.get("block_size"), tensor_parallel_size=tp,
+        gpu_memory_utilization=entry["utilization"], max_model_len=entry.get("max_model_len"),
+        max_num_seqs=entry.get("max_num_seqs"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
+        kv_cache_memory_bytes=kv_cache_memory)
+    return dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp), gpu.compute_capability
+
+
+def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
+    dep, gpu, cc = deployment(entry, kv_cache_memory)
+    return estimate(resolve(entry["model"]), dep, gpu, cc)
+
+
+@dataclass(frozen=True)
+class Residual:
+    id: str
+    model: str
+    version: str
+    logged_gib: float
+    predicted_gib: float
+    weights_gib: float
+    activation_gib: float
+    non_torch_gib: float
+    cuda_graph_gib: float
+
+    @property
+    def error_gib(self) -> float:
+        return self.predicted_gib - self.logged_gib
+
+    @property
+    def error_percent(self) -> float:
+        return 100 * self.error_gib / self.logged_gib
+
+
+def from_scratch(entry: dict[str, Any]) -> Residual:
+    plan = plan_for(entry)
+    m = plan.memory
+    return Residual(entry["id"], entry["model"], entry["version"], entry["available_gib"], m.kv_cache_bytes / GiB,
+                    m.weights_bytes / GiB, m.activation_bytes / GiB, m.non_torch_bytes / GiB, m.cuda_graph_bytes / GiB)
+
+
+def block_band(entry: dict[str, Any]) -> tuple[Plan, Plan]:
+    """Plans at the two ends of the logged figure's print rounding."""
+    logged = int(entry["available_gib"] * GiB)
+    return plan_for(entry, logged - int(PRINT_HALF_STEP)), plan_for(entry, logged + int(PRINT_HALF_STEP))
+
+
+def residual_table(rows: list[Residual]) -> str:
+    lines = ["| id | model | vLLM | logged GiB | kvplan GiB | error GiB | error % | weights | activation | "
+             "non-torch | CUDA graphs |", "|" + "---|" * 11]
+    for r in rows:
+        lines.append(f"| {r.id} | {r.model} | {r.version} | {r.logged_gib:.2f} | {r.predicted_gib:.2f} | "
+                     f"{r.error_gib:+.2f} | {r.error_percent:+.1f} | {r.weights_gib:.2f} | {r.activation_gib:.2f} | "
+                     f"{r.non_torch_gib:.2f} | {r.cuda_graph_gib:.2f} |")
+    within = sum(abs(r.error_percent) <= 3 for r in rows)
+    lines.append("")
+    lines.append(f"{within} of {len(rows)} entries within 3% ({100 * within / len(rows):.0f}%).")
+    return "\n".join(lines)
