@@ -27,6 +27,21 @@ def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None) -> Pl
         return None
 
 
+def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None,
+                           extra_flags: str) -> tuple[str, str, Deployment, GpuChoice] | None:
+    for tp in (2, 4, 8):
+        tp *= dep.tensor_parallel_size
+        if tp > 8 or spec.num_attention_heads % tp:
+            continue
+        new_dep = replace(dep, tensor_parallel_size=tp)
+        new_gpu = replace(gpu, count=tp * dep.pipeline_parallel_size)
+        plan = _try(spec, new_dep, new_gpu, cc)
+        if plan is not None and plan.capacity.fits:
+            return (f"tensor parallel {tp} ({new_gpu.count} GPUs){extra_flags and ' + fp8 weights'}",
+                    f"--tensor-parallel-size {tp}{extra_flags}", new_dep, new_gpu)
+    return None
+
+
 def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None, base: Plan, limit: int = 5) -> list[Lever]:
     candidates: list[tuple[str, str, Deployment, GpuChoice]] = []
     if base.kv_bytes > 1:
@@ -40,18 +55,23 @@ def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None, bas
     if dep.engine == "vllm" and util is not None and util < 0.95 and dep.kv_cache_memory_bytes is None:
         candidates.append(("gpu_memory_utilization 0.95", "--gpu-memory-utilization 0.95",
                            replace(dep, gpu_memory_utilization=0.95), gpu))
-    tp = dep.tensor_parallel_size * 2
-    if tp <= 8 and spec.num_attention_heads % tp == 0:
-        candidates.append((f"tensor parallel {tp} ({tp * dep.pipeline_parallel_size} GPUs)",
-                           f"--tensor-parallel-size {tp}", replace(dep, tensor_parallel_size=tp),
-                           replace(gpu, count=tp * dep.pipeline_parallel_size)))
-    if spec.quantization is None and dep.quantization is None:
+    quantized = spec.quantization is not None or dep.quantization is not None
+    if not quantized:
         candidates.append(("fp8 weights (online, or an FP8 checkpoint)", "--quantization fp8",
                            replace(dep, quantization="fp8"), gpu))
+        candidates.append(("a 4-bit AWQ/GPTQ checkpoint", "--quantization awq (with a 4-bit checkpoint)",
+                           replace(dep, quantization="awq"), gpu))
+    for extra_flags, base_dep in (("", dep), (" --quantization fp8", replace(dep, quantization="fp8"))):
+        if extra_flags and quantized:
+            continue
+        lever = _smallest_tp_that_fits(spec, base_dep, gpu, cc, extra_flags)
+        if lever is not None:
+            candidates.append(lever)
+            break
     found = []
     for change, flags, new_dep, new_gpu in candidates:
         plan = _try(spec, new_dep, new_gpu, cc)
-        if plan is not None and plan.capacity.tokens + (1 if plan.capacity.fits else 0) > 0:
+        if plan is not None and plan.capacity.tokens > 0:
             found.append(Lever(change, flags, plan.capacity.tokens, plan.capacity.max_concurrency,
                                plan.capacity.fits))
     found.sort(key=lambda lever: (lever.fits, lever.tokens), reverse=True)

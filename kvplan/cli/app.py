@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from kvplan.cli import estimate, gpus, models
@@ -26,18 +25,22 @@ def main(argv: list[str] | None = None) -> int:
     except KvplanError as exc:
         error_line(str(exc))
         return 2
-    except click.exceptions.NoArgsIsHelpError as exc:
-        exc.show()
-        return 0
-    except click.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx else "kvplan"
-        error_line(f"{exc.format_message()} (see '{command} --help')")
-        return 2
-    except click.ClickException as exc:
-        error_line(exc.format_message())
-        return 2
-    except click.exceptions.Abort:
-        return 130
+    except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "NoArgsIsHelpError" in kinds:
+            exc.show()  # type: ignore[attr-defined]
+            return 0
+        if "UsageError" in kinds:
+            ctx = getattr(exc, "ctx", None)
+            command = ctx.command_path if ctx else "kvplan"
+            error_line(f"{exc.format_message()} (see '{command} --help')")  # type: ignore[attr-defined]
+            return 2
+        if "ClickException" in kinds:
+            error_line(exc.format_message())  # type: ignore[attr-defined]
+            return 2
+        if "Abort" in kinds:
+            return 130
+        raise
     except BrokenPipeError:
         return 0
     return result if isinstance(result, int) else 0

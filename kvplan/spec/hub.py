@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub.utils import disable_progress_bars
+from huggingface_hub.utils import logging as hf_logging
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -38,6 +40,8 @@ def download_config(repo_id: str, revision: str | None, token: str | None,
             raise KvplanError(f"HF_HUB_OFFLINE is set and config.json is not in the Hugging Face cache; "
                               f"{OFFLINE_HINT}", where)
         return cached, SpecSource("hub-cache", str(cached), revision)
+    hf_logging.set_verbosity_error()  # its retry warnings would break the one-line error contract
+    disable_progress_bars()
     try:
         path = hf_hub_download(repo_id, "config.json", revision=revision, token=token)
     except GatedRepoError:
@@ -45,15 +49,15 @@ def download_config(repo_id: str, revision: str | None, token: str | None,
                           "pass --token; or give a local config.json path", where) from None
     except RevisionNotFoundError:
         raise KvplanError(f"revision {revision!r} not found; check the branch, tag or commit", where) from None
-    except EntryNotFoundError:
-        raise KvplanError("the repo has no config.json; pass a local config.json path", where) from None
     except RepositoryNotFoundError:
         hint = f" Bundled ids like it: {', '.join(suggestions)}." if suggestions else ""
         raise KvplanError("repo not found, or private (401/404): check the id, log in (hf auth login) or pass "
                           f"--token, or give a local config.json path.{hint}", where) from None
-    except LocalEntryNotFoundError:
+    except LocalEntryNotFoundError:  # a subclass of EntryNotFoundError: the network failed, not the repo
         raise KvplanError(f"the Hub ({constants.ENDPOINT}) is unreachable and config.json is not cached; "
                           f"{OFFLINE_HINT}", where) from None
+    except EntryNotFoundError:
+        raise KvplanError("the repo has no config.json; pass a local config.json path", where) from None
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
         if status in (401, 403):

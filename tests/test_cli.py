@@ -1,0 +1,163 @@
+"""The command line, as a user runs it: real subprocesses, real exit codes, real output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvplan.units import GiB
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def estimate_json(*args):
+    result = run("estimate", *args, "--json")
+    return result, (json.loads(result.stdout) if result.stdout.strip() else None)
+
+
+def test_seed_example_cli():
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--engine", "simple", "--gpu-memory", "24GB",
+                                 "--weights-memory", "15.2GB", "--reserve", "1GB", "--gpu-memory-utilization",
+                                 "1.0", "--dtype", "float16", "--max-model-len", "32768")
+    assert result.returncode == 0, result.stderr
+    # 2 x 28 x 4 x 128 x 16 x 2 = 917,504; 7.8e9 // 917,504 = 8,501; x 16 = 136,016
+    assert plan["kv"]["block_bytes"] == 917_504 and plan["kv"]["bytes_per_token"] == 57_344
+    assert plan["capacity"]["num_blocks"] == 8_501 and plan["capacity"]["tokens"] == 136_016
+    assert plan["memory"]["kv_cache_bytes"] == 7_800_000_000
+    # 8,501 / cdiv(32768, 16) = 4.15 requests of 32k at once
+    assert plan["capacity"]["max_concurrency"] == 4.15
+
+
+def test_json_fields_are_all_there():
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "16k")
+    required = {
+        "model": {"id", "num_layers", "kv_layers", "num_kv_heads", "head_dim", "attention", "params"},
+        "gpu": {"id", "name", "memory_bytes", "count"},
+        "parallel": {"tensor", "pipeline"},
+        "engine": {"name", "version", "gpu_memory_utilization", "block_size", "max_model_len", "max_num_seqs",
+                   "max_num_batched_tokens"},
+        "kv": {"dtype", "bytes_per_token", "block_bytes"},
+        "memory": {"total_bytes", "budget_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
+                   "cuda_graph_bytes", "reserve_bytes", "kv_cache_bytes"},
+        "capacity": {"num_blocks", "tokens", "max_concurrency", "fits", "max_model_len_that_fits", "ladder"},
+    }
+    for section, keys in required.items():
+        assert keys <= set(plan[section]), section
+    for key, value in plan["memory"].items():
+        assert isinstance(value, int), key
+    assert plan["gpu"]["id"] == "rtx3090" and plan["gpu"]["memory_bytes"] == 25_297_357_373
+    assert plan["engine"]["max_model_len"] == 16384
+    assert [r["context"] for r in plan["capacity"]["ladder"]] == [2048, 4096, 8192, 16384]
+    # the ladder is consistent with the pool: floor(blocks / (context / 16))
+    blocks = plan["capacity"]["num_blocks"]
+    assert plan["capacity"]["ladder"][0]["kv_limited"] == blocks // 128
+
+
+def test_rtx3090_qwen7b_vllm_numbers():
+    # RTX 3090: 25,297,357,373 B x 0.92 = 23,273,568,783 budget; weights 7,615,616,512 x 2 = 15,231,233,024;
+    # sampler 3.79 x 256 x 152,064 x 4 B + 0.12 GiB = 718,984,806; non-torch 0.25 GiB; CUDA graphs 28 x 18 MiB.
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
+    memory = plan["memory"]
+    assert memory["budget_bytes"] == int(25_297_357_373 * 0.92)
+    assert memory["weights_bytes"] == 15_231_233_024
+    assert memory["cuda_graph_bytes"] == 28 * 18 * 2**20
+    assert memory["non_torch_bytes"] == int(0.25 * GiB)
+    expected_kv = (memory["budget_bytes"] - memory["weights_bytes"] - memory["activation_bytes"]
+                   - memory["non_torch_bytes"] - memory["cuda_graph_bytes"])
+    assert memory["kv_cache_bytes"] == expected_kv
+    assert plan["capacity"]["num_blocks"] == expected_kv // 917_504
+    assert result.returncode == 0 and plan["capacity"]["fits"]
+
+
+def test_gpu_list_gives_a_list():
+    result, plans = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,a100-80gb,h100",
+                                  "--max-model-len", "8192")
+    assert result.returncode == 0
+    assert [p["gpu"]["id"] for p in plans] == ["rtx3090", "a100-80gb-sxm", "h100-sxm"]
+    tokens = [p["capacity"]["tokens"] for p in plans]
+    assert tokens[0] < tokens[1] < tokens[2] + 10**6
+
+
+def test_cannot_serve_exits_1_with_vllm_error_and_levers():
+    result, plan = estimate_json("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx3090")
+    assert result.returncode == 1
+    assert plan["capacity"]["fits"] is False
+    assert "would refuse to start" in plan["error"]
+    assert plan["levers"] and all("--" in lever["flags"] for lever in plan["levers"])
+
+
+def test_max_model_len_too_long_for_pool_gives_estimate():
+    # Llama-3.1-8B on 24 GiB with 3 GiB of KV: 3 GiB // 2 MiB = 1,536 blocks -> 24,576 tokens max.
+    result, plan = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu-memory", "24GiB",
+                                 "--kv-cache-memory", "3GiB")
+    assert result.returncode == 1
+    assert plan["capacity"]["num_blocks"] == 1536
+    assert plan["capacity"]["max_model_len_that_fits"] == 24_576
+    assert "24576" in plan["error"]
+
+
+def test_engines_differ_as_documented():
+    common = ("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192")
+    _, sglang = estimate_json(*common, "--engine", "sglang")
+    _, trt = estimate_json(*common, "--engine", "trtllm")
+    assert sglang["engine"]["block_size"] == 1 and trt["engine"]["block_size"] == 32
+    # SGLang: pool = total - weights - total x (1 - fraction); tokens = pool // 57,344
+    total, weights = sglang["memory"]["total_bytes"], sglang["memory"]["weights_bytes"]
+    fraction = sglang["engine"]["gpu_memory_utilization"]
+    assert sglang["capacity"]["num_blocks"] == (total - weights - int(total * (1 - fraction))) // 57_344
+    # TRT-LLM: 0.9 of the memory free after weights and runtime buffers, 32-token blocks
+    free = trt["memory"]["total_bytes"] - trt["memory"]["weights_bytes"] - trt["memory"]["activation_bytes"]
+    assert trt["memory"]["kv_cache_bytes"] == int(free * 0.9)
+    assert trt["capacity"]["num_blocks"] == int(free * 0.9) // (32 * 57_344)
+
+
+def test_fp8_kv_doubles_tokens():
+    common = ("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192")
+    _, bf16 = estimate_json(*common)
+    _, fp8 = estimate_json(*common, "--kv-cache-dtype", "fp8")
+    assert fp8["kv"]["block_bytes"] * 2 == bf16["kv"]["block_bytes"]
+    assert fp8["capacity"]["num_blocks"] in (2 * bf16["capacity"]["num_blocks"], 2 * bf16["capacity"]["num_blocks"] + 1)
+
+
+def test_human_output_shows_the_working():
+    result = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
+    assert result.returncode == 0
+    out = result.stdout
+    assert "block bytes = 2 x 28 layers x 4 KV heads x 128 head dim x 16 tokens x 2 B = 917,504 B" in out
+    for word in ("weights", "activation", "non-torch", "CUDA graphs", "KV pool", "unused", "requests at once"):
+        assert word in out
+
+
+@pytest.mark.parametrize("args, where", [
+    (["--gpu", "rtx3080"], "--gpu"),
+    (["--gpu", "rtx3090", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+    (["--gpu", "rtx3090", "--block-size", "12"], "--block-size"),
+    (["--gpu", "rtx3090", "-tp", "3"], "--tensor-parallel-size"),
+    (["--gpu-memory", "-5GB"], "--gpu-memory"),
+    (["--gpu-memory", "24 parsecs"], "--gpu-memory"),
+    (["--gpu", "rtx3090", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),
+    (["--gpu", "rtx3090", "--max-model-len", "1000000"], "--max-model-len"),
+    (["--gpu", "rtx3090", "--speculative-config", "{oops"], "--speculative-config"),
+    (["--gpu", "rtx3090", "--no-such-flag"], "--no-such-flag"),
+    (["--gpu", "rtx3090", "--engine", "tgi"], "--engine"),
+])
+def test_bad_flags_are_one_line_exit_2(args, where):
+    result = run("estimate", "--model", "Qwen/Qwen2.5-7B", *args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("kvplan: error:")
+    assert where in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_gpus_command():
+    result = run("gpus", "--json")
+    gpus = json.loads(result.stdout)
+    assert len(gpus) >= 30
+    h100 = next(g for g in gpus if g["id"] == "h100-sxm")
+    assert h100["memory_bytes"] == 85_018_877_624 and h100["memory_source"].startswith("http")

@@ -1,0 +1,103 @@
+"""The Hub source, end to end through huggingface_hub against a local server speaking the Hub's API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CONFIGS
+from hub_server import COMMITS, FakeHub
+
+QWEN = (CONFIGS / "Qwen__Qwen2.5-7B.json").read_bytes()
+LLAMA = (CONFIGS / "meta-llama__Llama-3.1-8B.json").read_bytes()
+
+
+def kvplan(args, env_extra, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update({"HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_TELEMETRY": "1",
+                "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3", **env_extra})
+    return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+@pytest.fixture
+def hub():
+    with FakeHub() as server:
+        server.files[("acme/private-qwen", "main")] = QWEN
+        server.files[("acme/private-qwen", "v1.0")] = LLAMA
+        server.status["acme/gated"] = (403, "GatedRepo")
+        server.status["acme/secret"] = (401, "RepoNotFound")
+        yield server
+
+
+def show(model, hub_url, tmp_path, *extra, env=None):
+    return kvplan(["models", "show", model, "--json", *extra], {"HF_ENDPOINT": hub_url, **(env or {})}, tmp_path)
+
+
+def test_download_success(hub, tmp_path):
+    result = show("acme/private-qwen", hub.url, tmp_path)
+    assert result.returncode == 0, result.stderr
+    spec = json.loads(result.stdout)
+    # Qwen2.5-7B geometry: 28 layers x 2 x 4 x 128 x 2 = 57,344 B/token
+    assert spec["num_layers"] == 28 and spec["kv_bytes_per_token_16bit"] == 57_344
+    assert spec["source"]["kind"] == "hub"
+    assert any(r.startswith("GET /acme/private-qwen/resolve/main/config.json") for r in hub.requests)
+
+
+def test_revision(hub, tmp_path):
+    result = show("acme/private-qwen", hub.url, tmp_path, "--revision", "v1.0")
+    assert result.returncode == 0, result.stderr
+    spec = json.loads(result.stdout)
+    assert spec["num_layers"] == 32 and spec["source"]["revision"] == "v1.0"  # the Llama config at v1.0
+    missing = show("acme/private-qwen", hub.url, tmp_path, "--revision", "nope")
+    assert missing.returncode == 2 and "revision 'nope' not found" in missing.stderr
+
+
+def test_gated_and_unauthorized(hub, tmp_path):
+    gated = show("acme/gated", hub.url, tmp_path)
+    assert gated.returncode == 2
+    assert gated.stderr.count("\n") == 1 and "gated" in gated.stderr and "--token" in gated.stderr
+    secret = show("acme/secret", hub.url, tmp_path)
+    assert secret.returncode == 2 and secret.stderr.count("\n") == 1
+    assert "log in" in secret.stderr and "Traceback" not in secret.stderr
+
+
+def test_not_found_lists_close_bundled_ids(hub, tmp_path):
+    result = show("Qwen/Qwen2.5-7B-Instrct", hub.url, tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "not found" in result.stderr and "Qwen/Qwen2.5-7B-Instruct" in result.stderr
+
+
+def test_server_down(tmp_path):
+    with FakeHub() as server:
+        url = server.url
+    result = show("acme/private-qwen", url, tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "unreachable" in result.stderr and "bundled id" in result.stderr
+
+
+def test_offline_with_and_without_cache(hub, tmp_path):
+    offline = show("acme/private-qwen", hub.url, tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    assert offline.returncode == 2 and "HF_HUB_OFFLINE" in offline.stderr
+    assert show("acme/private-qwen", hub.url, tmp_path).returncode == 0  # fills the cache
+    requests_before = len(hub.requests)
+    cached = show("acme/private-qwen", hub.url, tmp_path, env={"HF_HUB_OFFLINE": "1"})
+    assert cached.returncode == 0, cached.stderr
+    assert json.loads(cached.stdout)["source"]["kind"] == "hub-cache"
+    assert len(hub.requests) == requests_before  # offline means no request at all
+
+
+def test_estimate_from_hub(hub, tmp_path):
+    result = kvplan(["estimate", "--model", "acme/private-qwen", "--engine", "simple", "--gpu-memory", "24GB",
+                     "--weights-memory", "15.2GB", "--gpu-memory-utilization", "1.0", "--max-model-len", "8192",
+                     "--json"], {"HF_ENDPOINT": hub.url}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["capacity"]["num_blocks"] == 8_501  # the seed example, via the Hub
+
+
+def test_commit_headers_are_the_hubs():
+    assert all(len(c) == 40 for c in COMMITS.values())
