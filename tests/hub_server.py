@@ -4,6 +4,7 @@ HEAD then GET on /{repo}/resolve/{revision}/{file}, with the commit and ETag hea
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
@@ -69,7 +70,7 @@ class FakeHub:
 
     @staticmethod
     def error(handler: BaseHTTPRequestHandler, status: int, code: str, message: str) -> None:
-        payload = ('{"error": "%s"}' % message).encode()
+        payload = json.dumps({"error": message}).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(payload)))

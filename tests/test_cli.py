@@ -126,7 +126,10 @@ def test_fp8_kv_doubles_tokens():
 
 
 def test_human_output_shows_the_working():
-    result = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
+    import os
+
+    result = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768",
+                 env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0
     out = result.stdout
     assert "block bytes = 2 x 28 layers x 4 KV heads x 128 head dim x 16 tokens x 2 B = 917,504 B" in out

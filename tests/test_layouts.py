@@ -7,8 +7,8 @@ Columns: layers, KV-holding layers, kinds {kind: count}, KV heads, head dim, KV 
 from __future__ import annotations
 
 import pytest
-
 from conftest import CONFIGS, load_fixture
+
 from kvplan.spec.layers import ChunkedLocal, LatentAttention, SlidingWindow
 
 EXPECTED = {

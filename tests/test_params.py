@@ -4,7 +4,6 @@ reference set: safetensors index totals and the Hub API's safetensors.total)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import load_fixture
 
 PUBLISHED = {

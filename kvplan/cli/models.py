@@ -108,7 +108,7 @@ def import_spec(
         raise KvplanError(f"must be positive, got {params}", "--params")
     accessed: set[tuple[str, ...]] = set()
     parse_config(data, name, SpecSource("local", str(config_path)), str(config_path), accessed)
-    meta = {"source": source or str(config_path.resolve()), "revision": None}
+    meta: dict[str, object] = {"source": source or str(config_path.resolve()), "revision": None}
     if params is not None:
         meta["params"] = params
     target_dir = sources.user_dir()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 from rich.console import Console
 
 # Pipes and CI logs get a wide page rather than rich's 80-column fallback.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+console = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
 
 
 def print_json(data: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -88,7 +88,7 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
     ladder.add_column("KV-limited", justify="right")
     for rung in cap.ladder:
         ladder.add_row(f"{rung.context:,}", f"{rung.concurrency:,}", f"{rung.kv_limited:,}")
-    parts: list[object] = [memory_bar(plan), Text(""), facts, Text(""), ladder]
+    parts: list[RenderableType] = [memory_bar(plan), Text(""), facts, Text(""), ladder]
     if plan.error:
         parts += [Text(""), Text(plan.error, style="bold red")]
     if levers:
@@ -102,4 +102,5 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
     for note in plan.notes:
         parts.append(Text(f"note: {note}", style="dim"))
     border = "red" if plan.error else "green"
-    return Panel(Group(*parts), title=title, border_style=border, subtitle="GiB = 2^30 B, GB = 10^9 B")
+    return Panel(Group(*parts), title=title, border_style=border, subtitle="GiB = 2^30 B, GB = 10^9 B",
+                 expand=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from kvplan.capacity import concurrency, context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
@@ -101,16 +102,16 @@ def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: Engin
     tp = dep.tensor_parallel_size
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
     layouts = [pool_layout(stage.layers, settings.block_size, kv_bytes, tp) for stage in stage_list]
-    blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in zip(layouts, memories)]
+    blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in zip(layouts, memories, strict=True)]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
     per_request = layout.blocks_per_request(length, mnbt)
     request_bytes = layout.request_bytes(length, mnbt)
     fits_everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups
-                          for lay, mem in zip(layouts, memories))
+                          for lay, mem in zip(layouts, memories, strict=True))
     upper = max(spec.max_context, length)
-    longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, upper) for lay, mem in zip(layouts, memories))
+    longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, upper) for lay, mem in zip(layouts, memories, strict=True))
 
     ladder = []
     for context in context_ladder(length, ladder_contexts):

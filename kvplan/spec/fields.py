@@ -47,7 +47,7 @@ class ConfigFields:
             self._mark(found)
         return found
 
-    def int(self, keys: str | Sequence[str], default: int | None = None, *, minimum: int = 1,
+    def integer(self, keys: str | Sequence[str], default: int | None = None, *, minimum: int = 1,
             required: bool = True) -> int:
         names = [keys] if isinstance(keys, str) else list(keys)
         key = self.first_key(names)
@@ -68,7 +68,7 @@ class ConfigFields:
         return value
 
     def optional_int(self, keys: str | Sequence[str], *, minimum: int = 1) -> int | None:
-        return self.int(keys, minimum=minimum, required=False)
+        return self.integer(keys, minimum=minimum, required=False)
 
     def number(self, key: str, default: float | None = None) -> float | None:
         self._mark(key)
@@ -79,7 +79,7 @@ class ConfigFields:
             raise self.fail(key, f"must be a positive number, got {value!r:.60}")
         return float(value)
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         self._mark(key)
         value = self.data.get(key)
         if value is None:
@@ -88,7 +88,7 @@ class ConfigFields:
             raise self.fail(key, f"must be true or false, got {value!r:.60}")
         return value
 
-    def str(self, keys: str | Sequence[str], default: str | None = None) -> str | None:
+    def text(self, keys: str | Sequence[str], default: str | None = None) -> str | None:
         names = [keys] if isinstance(keys, str) else list(keys)
         key = self.first_key(names)
         if key is None:
@@ -98,7 +98,7 @@ class ConfigFields:
             raise self.fail(key, f"must be a string, got {value!r:.60}")
         return value
 
-    def list(self, key: str) -> list[Any] | None:
+    def array(self, key: str) -> list[Any] | None:
         self._mark(key)
         value = self.data.get(key)
         if value is None:
@@ -107,7 +107,7 @@ class ConfigFields:
             raise self.fail(key, f"must be a list, got {value!r:.60}")
         return value
 
-    def dict(self, key: str) -> dict[str, Any] | None:
+    def mapping(self, key: str) -> dict[str, Any] | None:
         self._mark(key)
         value = self.data.get(key)
         if value is None:

@@ -9,7 +9,7 @@ from kvplan.errors import KvplanError
 from kvplan.spec import params as param_count
 from kvplan.spec.families import Family, family_of
 from kvplan.spec.fields import ConfigFields
-from kvplan.spec.layers import ChunkedLocal, FullAttention, Layer, LatentAttention, SlidingWindow, StateOnly
+from kvplan.spec.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
 from kvplan.spec.model import ModelSpec, MoE, Quantization, SpecSource
 
 MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; the largest seen is ~40 KB
@@ -65,21 +65,21 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     where = where or source.location
     top = ConfigFields(data, where, accessed=accessed)
     lm = language_fields(top)
-    model_type = lm.str("model_type") or top.str("model_type") or "unknown"
+    model_type = lm.text("model_type") or top.text("model_type") or "unknown"
     family = family_of(model_type)
-    architectures = top.list("architectures") or lm.list("architectures") or []
+    architectures = top.array("architectures") or lm.array("architectures") or []
     architecture = str(architectures[0]) if architectures else model_type
 
-    num_layers = lm.int(LAYER_KEYS)
-    hidden = lm.int(HIDDEN_KEYS)
-    vocab = lm.int("vocab_size", family.vocab_default)
+    num_layers = lm.integer(LAYER_KEYS)
+    hidden = lm.integer(HIDDEN_KEYS)
+    vocab = lm.integer("vocab_size", family.vocab_default)
     is_ssm = lm.first_key(HEAD_KEYS) is None and lm.has("state_size")
-    heads = 0 if is_ssm else lm.int(HEAD_KEYS)
+    heads = 0 if is_ssm else lm.integer(HEAD_KEYS)
     intermediate = _intermediate_size(lm, hidden)
     layers = tuple(_layers(lm, family, num_layers, hidden, heads, intermediate))
     moe = _moe(lm, num_layers, intermediate)
     tie = _tied(top, lm, family)
-    dtype = lm.str(("torch_dtype", "dtype")) or top.str(("torch_dtype", "dtype")) or "float32"
+    dtype = lm.text(("torch_dtype", "dtype")) or top.text(("torch_dtype", "dtype")) or "float32"
     quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config"))
     max_context, context_note = _max_context(lm, family)
     notes = [context_note] if context_note else []
@@ -118,8 +118,8 @@ def _head_dim(lm: ConfigFields, hidden: int, heads: int) -> int:
 def _kv_heads(lm: ConfigFields, heads: int) -> int:
     key = lm.first_key(KV_HEAD_KEYS)
     if key is not None:
-        kv = lm.int(key)
-    elif lm.bool("multi_query", False) and not lm.bool("new_decoder_architecture", False):
+        kv = lm.integer(key)
+    elif lm.flag("multi_query", False) and not lm.flag("new_decoder_architecture", False):
         kv = 1
     else:
         attn = lm.nested("attn_config")
@@ -135,7 +135,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         return [StateOnly(_mamba_state_bytes(lm, hidden))] * num_layers
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
-        latent = LatentAttention(kv_lora + lm.int("qk_rope_head_dim", 0, minimum=0))
+        latent = LatentAttention(kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0))
         return [latent] * num_layers
 
     head_dim = _head_dim(lm, hidden, heads)
@@ -145,28 +145,28 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     sliding = SlidingWindow(kv, head_dim, window) if window else None
     state = StateOnly(_mamba_state_bytes(lm, hidden))
 
-    layer_types = lm.list("layer_types")
+    layer_types = lm.array("layer_types")
     if layer_types is not None:
         return _from_layer_types(lm, layer_types, num_layers, full, sliding, state)
-    pattern = lm.str("hybrid_override_pattern")
+    pattern = lm.text("hybrid_override_pattern")
     if pattern is not None:
         if len(pattern) != num_layers:
             raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
         return [full if symbol == "*" else state for symbol in pattern]
     period = lm.optional_int("attn_layer_period")
     if period:
-        offset = lm.int("attn_layer_offset", 0, minimum=0)
+        offset = lm.integer("attn_layer_offset", 0, minimum=0)
         return [full if i % period == offset else state for i in range(num_layers)]
     chunk = lm.optional_int("attention_chunk_size")
     if chunk:
         return _chunked(lm, num_layers, kv, head_dim, chunk)
-    if sliding is None or not lm.bool("use_sliding_window", True):
+    if sliding is None or not lm.flag("use_sliding_window", True):
         return [full] * num_layers
     every = lm.optional_int(("sliding_window_pattern", "_sliding_window_pattern")) or family.sliding_pattern
     if every:
         return [full if (i + 1) % every == 0 else sliding for i in range(num_layers)]
     if lm.has("max_window_layers") and lm.has("use_sliding_window"):
-        first = lm.int("max_window_layers", minimum=0)
+        first = lm.integer("max_window_layers", minimum=0)
         return [sliding if i >= first else full for i in range(num_layers)]
     return [sliding] * num_layers
 
@@ -193,9 +193,9 @@ def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int,
 def _chunked(lm: ConfigFields, num_layers: int, kv: int, head_dim: int, chunk: int) -> list[Layer]:
     # no_rope_layers[i] == 1: RoPE + chunked local attention; 0: a global NoPE layer. Empty means the
     # transformers default, every 4th layer global.
-    flags = lm.list("no_rope_layers") or []
+    flags = lm.array("no_rope_layers") or []
     if not flags:
-        interval = lm.int("no_rope_layer_interval", 4)
+        interval = lm.integer("no_rope_layer_interval", 4)
         flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
     if len(flags) != num_layers:
         raise lm.fail("no_rope_layers", f"has {len(flags)} entries for {num_layers} layers")
@@ -216,18 +216,18 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"))
     if not experts or experts < 2:
         return None
-    per_token = lm.int(("num_experts_per_tok", "experts_per_token", "moe_topk"), 1)
+    per_token = lm.integer(("num_experts_per_tok", "experts_per_token", "moe_topk"), 1)
     expert_size = lm.optional_int("moe_intermediate_size") or intermediate
     shared = lm.optional_int("n_shared_experts", minimum=0) or 0
     shared_size = shared * expert_size
     if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
         shared, shared_size = 1, expert_size
     if lm.has("shared_expert_intermediate_size"):
-        shared, shared_size = 1, lm.int("shared_expert_intermediate_size")
+        shared, shared_size = 1, lm.integer("shared_expert_intermediate_size")
     dense: list[int] = []
     first_dense = lm.optional_int("first_k_dense_replace", minimum=0) or 0
     dense.extend(range(min(first_dense, num_layers)))
-    only_mlp = lm.list("mlp_only_layers") or []
+    only_mlp = lm.array("mlp_only_layers") or []
     dense.extend(i for i in only_mlp if isinstance(i, int) and 0 <= i < num_layers)
     step = lm.optional_int(("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq")) or 1
     if step > 1:
@@ -238,14 +238,14 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
 
 def _tied(top: ConfigFields, lm: ConfigFields, family: Family) -> bool:
     if lm.has("tie_word_embeddings"):
-        return lm.bool("tie_word_embeddings", family.tied_default)
-    return top.bool("tie_word_embeddings", family.tied_default)
+        return lm.flag("tie_word_embeddings", family.tied_default)
+    return top.flag("tie_word_embeddings", family.tied_default)
 
 
 def _quantization(q: ConfigFields | None) -> Quantization | None:
     if q is None:
         return None
-    method = q.str(("quant_method", "quant_algo")) or "unknown"
+    method = q.text(("quant_method", "quant_algo")) or "unknown"
     bits = q.optional_int(("bits", "w_bit", "weight_bits", "num_bits"))
     group = q.optional_int(("group_size", "q_group_size"), minimum=-1)
     groups = q.nested("config_groups")
@@ -261,26 +261,26 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
         bits = 8
     if method == "mxfp4":
         bits, group = 4, 32
-    skipped = q.list("modules_to_not_convert") or q.list("ignore") or []
+    skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
     return Quantization(method, bits, group if group and group > 0 else None,
                         tuple(str(s) for s in skipped))
 
 
 def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:
     """max_model_len as vLLM derives it: the smallest length key, times the RoPE scaling factor."""
-    lengths = [lm.int(k) for k in MAX_LEN_KEYS if lm.has(k)]
+    lengths = [lm.integer(k) for k in MAX_LEN_KEYS if lm.has(k)]
     if not lengths:
         if family.max_position_default:
             return family.max_position_default, None
         return DEFAULT_MAX_LEN, f"config names no maximum length; vLLM falls back to {DEFAULT_MAX_LEN}"
     length = min(lengths)
-    rope = lm.dict("rope_scaling")
+    rope = lm.mapping("rope_scaling")
     if rope and family.rope_scaling_extends_context:
         rope_type = rope.get("rope_type") or rope.get("type")
         if rope_type not in ROPE_TYPES_KEEPING_LENGTH and isinstance(rope.get("factor"), (int, float)):
             scaled = ConfigFields(rope, lm.where, (*lm.path, "rope_scaling"))
             factor = scaled.number("factor") or 1.0
             if rope_type == "yarn":
-                length = scaled.int("original_max_position_embeddings", length)
+                length = scaled.integer("original_max_position_embeddings", length)
             length = int(length * factor)
     return length, None

@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
-from huggingface_hub.utils import disable_progress_bars
-from huggingface_hub.utils import logging as hf_logging
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -16,6 +14,8 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import disable_progress_bars
+from huggingface_hub.utils import logging as hf_logging
 
 from kvplan.errors import KvplanError
 from kvplan.spec.model import SpecSource

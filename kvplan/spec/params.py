@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.spec.families import Family
 from kvplan.spec.fields import ConfigFields
-from kvplan.spec.layers import Layer, LatentAttention, StateOnly
+from kvplan.spec.layers import LatentAttention, Layer, StateOnly
 from kvplan.spec.model import MoE, ParamCount
 
 
@@ -14,7 +14,7 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
           tied: bool) -> ParamCount:
     norm = hidden * (2 if family.layer_norm else 1)
     norms_per_layer = family.norms_per_layer
-    if lm.bool("new_decoder_architecture", False):
+    if lm.flag("new_decoder_architecture", False):
         norms_per_layer = 2
     if heads == 0:
         pad = lm.optional_int("pad_vocab_size_multiple") or 1
@@ -32,7 +32,7 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
 
     embeddings = vocab * hidden
     if family.position_rows_extra is not None:
-        lengths = [lm.int(k) for k in ("n_positions", "max_position_embeddings") if lm.has(k)]
+        lengths = [lm.integer(k) for k in ("n_positions", "max_position_embeddings") if lm.has(k)]
         embeddings += (max(lengths, default=0) + family.position_rows_extra) * hidden
     if family.embedding_norm:
         embeddings += norm
@@ -51,19 +51,19 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
 
 def _attention(lm: ConfigFields, family: Family, hidden: int, heads: int, layer: Layer) -> int:
     if isinstance(layer, LatentAttention):
-        kv_lora = lm.int("kv_lora_rank")
-        rope = lm.int("qk_rope_head_dim", 0, minimum=0)
-        nope = lm.int("qk_nope_head_dim", 0, minimum=0)
-        v_dim = lm.int("v_head_dim")
+        kv_lora = lm.integer("kv_lora_rank")
+        rope = lm.integer("qk_rope_head_dim", 0, minimum=0)
+        nope = lm.integer("qk_nope_head_dim", 0, minimum=0)
+        v_dim = lm.integer("v_head_dim")
         q_lora = lm.optional_int("q_lora_rank")
         q_width = heads * (nope + rope)
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
                 + heads * v_dim * hidden)
-    qkv_bias = lm.bool("attention_bias", family.qkv_bias) if lm.has("attention_bias") else family.qkv_bias
-    o_bias = lm.bool("attention_bias", family.o_bias) if lm.has("attention_bias") else family.o_bias
+    qkv_bias = lm.flag("attention_bias", family.qkv_bias) if lm.has("attention_bias") else family.qkv_bias
+    o_bias = lm.flag("attention_bias", family.o_bias) if lm.has("attention_bias") else family.o_bias
     if lm.has("bias"):  # Falcon's single switch for every linear layer
-        qkv_bias = o_bias = lm.bool("bias", False)
+        qkv_bias = o_bias = lm.flag("bias", False)
     q_width = heads * layer.head_dim
     kv_width = layer.kv_heads * layer.head_dim
     total = hidden * (q_width + 2 * kv_width) + q_width * hidden
@@ -90,7 +90,7 @@ def _mlp(lm: ConfigFields, family: Family, model_type: str, hidden: int, interme
     shared = _dense_mlp(family, hidden, moe.shared_intermediate_size) if moe.shared_intermediate_size else 0
     if lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate
-    if lm.str("topk_method") == "noaux_tc":
+    if lm.text("topk_method") == "noaux_tc":
         router += moe.num_experts  # e_score_correction_bias
     return experts + router + shared, experts
 
@@ -102,11 +102,11 @@ def _dense_mlp(family: Family, hidden: int, size: int) -> int:
 
 
 def _mamba_mixer(lm: ConfigFields, hidden: int, intermediate: int) -> int:
-    state = lm.int(("state_size", "mamba_d_state", "ssm_state_size"), 16)
-    conv = lm.int(("conv_kernel", "mamba_d_conv"), 4)
+    state = lm.integer(("state_size", "mamba_d_state", "ssm_state_size"), 16)
+    conv = lm.integer(("conv_kernel", "mamba_d_conv"), 4)
     dt_rank = lm.optional_int("time_step_rank") or -(-hidden // 16)
-    conv_bias = intermediate if lm.bool("use_conv_bias", True) else 0
-    proj_bias = 2 * intermediate + hidden if lm.bool("use_bias", False) else 0
+    conv_bias = intermediate if lm.flag("use_conv_bias", True) else 0
+    proj_bias = 2 * intermediate + hidden if lm.flag("use_bias", False) else 0
     return (hidden * 2 * intermediate + intermediate * conv + conv_bias
             + intermediate * (dt_rank + 2 * state) + dt_rank * intermediate + intermediate
             + intermediate * state + intermediate + intermediate * hidden + proj_bias)
@@ -117,17 +117,17 @@ def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
     vision = top.nested("vision_config")
     if vision is None:
         return 0, True
-    hidden = vision.int(("hidden_size", "embed_dim"))
-    depth = vision.int(("num_hidden_layers", "depth"))
-    inner = vision.int("intermediate_size", 4 * hidden)
-    patch = vision.int("patch_size", 14)
-    channels = vision.int(("num_channels", "in_chans"), 3)
+    hidden = vision.integer(("hidden_size", "embed_dim"))
+    depth = vision.integer(("num_hidden_layers", "depth"))
+    inner = vision.integer("intermediate_size", 4 * hidden)
+    patch = vision.integer("patch_size", 14)
+    channels = vision.integer(("num_channels", "in_chans"), 3)
     per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 4 * hidden
     patch_embed = channels * patch * patch * hidden + hidden
-    if vision.str("model_type") == "siglip_vision_model":
+    if vision.text("model_type") == "siglip_vision_model":
         # SigLIP: learned positions for every patch, a post-layernorm, and Gemma 3's projector
         # (a hidden x text_hidden matrix and an RMSNorm of the vision width).
-        positions = (vision.int("image_size") // patch) ** 2 * hidden
+        positions = (vision.integer("image_size") // patch) ** 2 * hidden
         projector = hidden * text_hidden + hidden
         return patch_embed + positions + depth * per_layer + 2 * hidden + projector, True
     return patch_embed + depth * per_layer + 2 * hidden + hidden * text_hidden, False

@@ -149,5 +149,5 @@ def resolve(model: str, revision: str | None = None, token: str | None = None) -
     return parse_config(data, model, source, f"{model}/config.json")
 
 
-def dump_document(spec_id: str, config: dict[str, Any], meta: dict[str, Any]) -> str:
+def dump_document(spec_id: str, config: dict[str, Any], meta: dict[str, object]) -> str:
     return json.dumps({"_kvplan": {"id": spec_id, **meta}, "config": config}, indent=2) + "\n"
