@@ -49,5 +49,11 @@ def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None) -> Weig
         decoder = linear * dtype_bytes
         note = f"quantization {method!r} is not modelled; weights counted at the model dtype"
     layers = max(1, spec.num_layers)
+    checkpoint_method = quant.method.lower() if quant else None
+    if spec.stored_weight_bytes and method == checkpoint_method:
+        # The safetensors headers give the stored bytes exactly; spread what is not embeddings over the layers.
+        outside = (params.embeddings + params.lm_head + params.vision) * dtype_bytes
+        decoder = max(0, spec.stored_weight_bytes - outside)
+        note = ""
     return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes, decoder // layers,
                         params.vision * dtype_bytes, note)

@@ -15,6 +15,7 @@ COMMITS = {"main": "a" * 40, "v1.0": "b" * 40}
 class FakeHub:
     def __init__(self) -> None:
         self.files: dict[tuple[str, str], bytes] = {}  # (repo, revision) -> config.json bytes
+        self.extra: dict[tuple[str, str, str], bytes] = {}  # (repo, revision, filename) -> bytes
         self.status: dict[str, tuple[int, str]] = {}  # repo -> (HTTP status, X-Error-Code)
         self.requests: list[str] = []
         hub = self
@@ -57,7 +58,9 @@ class FakeHub:
         if content is None:
             return self.error(handler, 404, "RepoNotFound", "Repository not found")
         if filename != "config.json":
-            return self.error(handler, 404, "EntryNotFound", "Entry not found")
+            content = self.extra.get((repo, revision, filename))
+            if content is None:
+                return self.error(handler, 404, "EntryNotFound", "Entry not found")
         etag = hashlib.sha256(content).hexdigest()
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
@@ -79,3 +82,12 @@ class FakeHub:
         handler.end_headers()
         if handler.command != "HEAD":
             handler.wfile.write(payload)
+
+
+def safetensors_header(tensors: dict[str, tuple[str, list[int]]]) -> bytes:
+    """The first bytes of a safetensors file: an 8-byte little-endian length, then the JSON header."""
+    header, offset = {}, 0
+    for name, (dtype, shape) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset]}
+    payload = json.dumps(header).encode()
+    return len(payload).to_bytes(8, "little") + payload

@@ -9,15 +9,21 @@ import sys
 
 import pytest
 from conftest import CONFIGS
-from hub_server import COMMITS, FakeHub
+from hub_server import COMMITS, FakeHub, safetensors_header
 
 QWEN = (CONFIGS / "Qwen__Qwen2.5-7B.json").read_bytes()
+GPT_OSS = (CONFIGS / "openai__gpt-oss-20b.json").read_bytes()
+# A stored MXFP4 checkpoint: 1,804,459,584 BF16 elements (attention, router, embeddings, biases) and
+# 10,152,345,600 U8 elements (packed 4-bit expert weights and their scales): 13,761,264,768 bytes.
+STORED = {"bf16": ("BF16", [1_804_459_584]), "blocks": ("U8", [10_152_345_600])}
+STORED_BYTES = 1_804_459_584 * 2 + 10_152_345_600
 LLAMA = (CONFIGS / "meta-llama__Llama-3.1-8B.json").read_bytes()
 
 
 def kvplan(args, env_extra, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update({"HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_TELEMETRY": "1",
+    env.update({"HF_HOME": str(tmp_path / "hf-home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                "HF_HUB_DISABLE_TELEMETRY": "1",
                 "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3", **env_extra})
     return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True, env=env,
                           timeout=60)
@@ -28,6 +34,8 @@ def hub():
     with FakeHub() as server:
         server.files[("acme/private-qwen", "main")] = QWEN
         server.files[("acme/private-qwen", "v1.0")] = LLAMA
+        server.files[("acme/oss-mxfp4", "main")] = GPT_OSS
+        server.extra[("acme/oss-mxfp4", "main", "model.safetensors")] = safetensors_header(STORED)
         server.status["acme/gated"] = (403, "GatedRepo")
         server.status["acme/secret"] = (401, "RepoNotFound")
         yield server
@@ -100,3 +108,18 @@ def test_estimate_from_hub(hub, tmp_path):
 
 def test_commit_headers_are_the_hubs():
     assert all(len(c) == 40 for c in COMMITS.values())
+
+
+def test_quantized_weights_from_safetensors_metadata_and_cached(hub, tmp_path):
+    args = ["estimate", "--model", "acme/oss-mxfp4", "--gpu", "h100", "--max-model-len", "8192", "--json"]
+    first = kvplan(args, {"HF_ENDPOINT": hub.url}, tmp_path)
+    assert first.returncode == 0, first.stderr
+    weights = json.loads(first.stdout)["memory"]["weights_bytes"]
+    # the stored bytes, less under 24 bytes of rounding when spread over 24 layers
+    assert 0 <= STORED_BYTES - weights < 24
+    assert any("model.safetensors" in r for r in hub.requests)
+    requests_before = len(hub.requests)
+    offline = kvplan(args, {"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "1"}, tmp_path)
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["memory"]["weights_bytes"] == weights
+    assert len(hub.requests) == requests_before

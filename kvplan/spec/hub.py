@@ -3,9 +3,11 @@ HF_HUB_OFFLINE and HF_ENDPOINT behave as they do for every other Hub tool."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
-from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub import constants, get_safetensors_metadata, hf_hub_download, try_to_load_from_cache
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -67,3 +69,41 @@ def download_config(repo_id: str, revision: str | None, token: str | None,
     except OSError as exc:
         raise KvplanError(f"cannot fetch config.json ({exc}); {OFFLINE_HINT}", where) from None
     return Path(path), SpecSource("hub", f"{constants.ENDPOINT}/{repo_id}", revision)
+
+
+# Bytes per element of each safetensors dtype; MXFP4 and packed int4 are stored as U8 / I32 elements.
+SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+                     "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kvplan" / "safetensors"
+
+
+def stored_weight_bytes(repo_id: str, revision: str | None, token: str | None) -> int | None:
+    """Bytes of the checkpoint's tensors as stored, from the safetensors headers (cached per repo and revision).
+    None when the repo has no safetensors or the Hub cannot say."""
+    cached = cache_dir() / f"{repo_id.replace('/', '__')}@{revision or 'main'}.json"
+    if cached.is_file():
+        try:
+            counts = json.loads(cached.read_text())
+        except (OSError, ValueError):
+            counts = None
+    else:
+        counts = None
+    if counts is None:
+        if constants.HF_HUB_OFFLINE:
+            return None
+        try:
+            counts = get_safetensors_metadata(repo_id, revision=revision, token=token).parameter_count
+        except Exception:  # any Hub or parsing failure: fall back to the config-derived estimate
+            return None
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(counts))
+        except OSError:
+            pass
+    if not isinstance(counts, dict) or any(d not in SAFETENSORS_BYTES for d in counts):
+        return None
+    return sum(int(n) * SAFETENSORS_BYTES[d] for d, n in counts.items())

@@ -69,6 +69,7 @@ class ModelSpec:
     moe: MoE | None = None
     quantization: Quantization | None = None
     mtp_layers: int = 0  # multi-token-prediction layers shipped with the checkpoint (speculative drafts)
+    stored_weight_bytes: int | None = None  # from the Hub's safetensors headers, for quantized checkpoints
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -143,6 +144,7 @@ def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
         "moe": asdict(spec.moe) if spec.moe else None,
         "quantization": asdict(spec.quantization) if spec.quantization else None,
         "mtp_layers": spec.mtp_layers,
+        "stored_weight_bytes": spec.stored_weight_bytes,
         "kv_bytes_per_token_16bit": spec.kv_bytes_per_token(2),
         "layers": layer_runs(spec.layers),
         "notes": list(spec.notes),

@@ -146,7 +146,14 @@ def resolve(model: str, revision: str | None = None, token: str | None = None) -
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
     data = load_json(config_path.read_bytes(), f"{model} (config.json from {source.kind})")
-    return parse_config(data, model, source, f"{model}/config.json")
+    spec = parse_config(data, model, source, f"{model}/config.json")
+    if spec.quantization is not None:
+        stored = hub.stored_weight_bytes(model, revision, token)
+        if stored:
+            from dataclasses import replace
+
+            spec = replace(spec, stored_weight_bytes=stored)
+    return spec
 
 
 def dump_document(spec_id: str, config: dict[str, Any], meta: dict[str, object]) -> str:
