@@ -89,3 +89,13 @@ def test_speculative_mtp_adds_a_layer():
     # 61 + 1 MLA layers; block 64 on an unknown GPU -> default 16: 62 x 16 x 576 x 2 = 1,142,784 B/block
     assert plain.layout.block_bytes == 61 * 16 * 576 * 2
     assert mtp.layout.block_bytes == 62 * 16 * 576 * 2
+
+
+def test_sglang_counts_sliding_layers_as_full():
+    # SGLang's flat pool: gemma-2-9b caches every token in all 42 layers: 42 x 2 x 8 x 256 x 2 = 344,064 B/token,
+    # so a 10 GiB pool holds 10 GiB // 344,064 = 31,207 tokens.
+    spec = resolve("google/gemma-2-9b-it")
+    dep = Deployment(engine="sglang", gpu_memory_bytes=80 * GiB, kv_cache_memory_bytes=10 * GiB, max_model_len=8192)
+    plan = estimate(spec, dep, GpuChoice("custom", "custom", 80 * GiB, 1))
+    assert plan.layout.bytes_per_token == 344_064
+    assert plan.capacity.tokens == 10 * GiB // 344_064 == 31_207

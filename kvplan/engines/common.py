@@ -63,12 +63,15 @@ def draft_layers(spec: ModelSpec, dep: Deployment) -> tuple[list[Layer], int, st
     return [layer] * count, count, note
 
 
-def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer]) -> list[Stage]:
+def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], every_token_cached: bool = False) -> list[Stage]:
+    """every_token_cached: the engine keeps all tokens in sliding and chunked layers too (one flat pool)."""
     ranges = pipeline_stages(spec.num_layers, dep.pipeline_parallel_size)
     result = []
     for index, span in enumerate(ranges):
         last = index == len(ranges) - 1
         layers = [spec.layers[i] for i in span] + (drafts if last else [])
+        if every_token_cached:
+            layers = [layer.as_full() for layer in layers]
         result.append(Stage(layers, len(span), index == 0, last))
     return result
 

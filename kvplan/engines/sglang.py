@@ -30,7 +30,7 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
     weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
     drafts, draft_decoders, _ = common.draft_layers(spec, dep)
-    stage_list = common.stages(spec, dep, drafts)
+    stage_list = common.stages(spec, dep, drafts, every_token_cached=True)
     memories = []
     for stage in stage_list:
         weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
@@ -44,5 +44,7 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
                               dep.max_num_seqs, dep.max_num_batched_tokens or chunked)
     notes = [f"mem_fraction_static {util} (SGLang's default heuristic for this GPU unless "
              "--gpu-memory-utilization is given)"]
+    if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
+        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
                              "SGLang")

@@ -28,7 +28,7 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
     weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
     drafts, draft_decoders, _ = common.draft_layers(spec, dep)
-    stage_list = common.stages(spec, dep, drafts)
+    stage_list = common.stages(spec, dep, drafts, every_token_cached=True)
     light_era = ERAS[-1][1]
     memories = []
     for stage in stage_list:
@@ -43,5 +43,7 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
                               max_model_len, seqs, mnbt)
     notes = [f"free_gpu_memory_fraction {fraction} of the memory free after weights and runtime buffers "
              "(runtime buffers estimated with kvplan's vLLM activation model)"]
+    if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
+        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
                              "TensorRT-LLM")

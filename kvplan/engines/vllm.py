@@ -101,7 +101,8 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     if dep.max_num_batched_tokens:
         mnbt = dep.max_num_batched_tokens
     elif era.v0:
-        mnbt = max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+        # V0 profiled whole prompts up to 32K; longer contexts switched chunked prefill on, 512-token chunks.
+        mnbt = max(max_model_len, 2048) if max_model_len <= 32768 else 512
     else:
         mnbt = 8192 if big else 2048
     block_size = dep.block_size or default_block_size(spec, gpu_cc)
