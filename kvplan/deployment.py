@@ -3,7 +3,7 @@ every engine can trust it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -34,8 +34,7 @@ class Deployment:
     speculative_config: dict[str, Any] | None = None
     weights_memory_bytes: int | None = None
     reserve_bytes: int | None = None
-    estimate_cudagraphs: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    estimate_cudagraphs: bool | None = None  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; None: the era's default
 
     @property
     def world_size(self) -> int:

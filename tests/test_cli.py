@@ -164,3 +164,17 @@ def test_gpus_command():
     assert len(gpus) >= 30
     h100 = next(g for g in gpus if g["id"] == "h100-sxm")
     assert h100["memory_bytes"] == 85_018_877_624 and h100["memory_source"].startswith("http")
+
+
+def test_cuda_graph_switch_is_honoured():
+    import os
+
+    common = ("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192", "--json")
+    on = json.loads(run(*common).stdout)
+    off = json.loads(run(*common, env={**os.environ, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}).stdout)
+    old = json.loads(run(*common, "--vllm-version", "0.19").stdout)
+    eager = json.loads(run(*common, "--enforce-eager").stdout)
+    assert on["memory"]["cuda_graph_bytes"] == 28 * 18 * 2**20  # v0.21+: 18 MiB per layer, 28 layers
+    assert off["memory"]["cuda_graph_bytes"] == old["memory"]["cuda_graph_bytes"] == 0
+    assert eager["memory"]["cuda_graph_bytes"] == 0
+    assert off["memory"]["kv_cache_bytes"] - on["memory"]["kv_cache_bytes"] == 28 * 18 * 2**20

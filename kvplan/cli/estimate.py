@@ -44,6 +44,18 @@ def _speculative(text: str | None) -> dict[str, Any] | None:
     return value
 
 
+def _env_switch(name: str) -> bool | None:
+    """vLLM's own environment switches, honoured when set: '0' / '1'."""
+    import os
+
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    if value not in ("0", "1"):
+        raise KvplanError(f"must be 0 or 1, got {value!r}", name)
+    return value == "1"
+
+
 def _contexts(text: str | None) -> list[int] | None:
     if not text:
         return None
@@ -107,6 +119,7 @@ def estimate(
         enforce_eager=enforce_eager, speculative_config=_speculative(speculative_config),
         weights_memory_bytes=parse_size(weights_memory, "--weights-memory") if weights_memory else None,
         reserve_bytes=parse_size(reserve, "--reserve") if reserve is not None else None,
+        estimate_cudagraphs=_env_switch("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"),
     )
     if engine.lower() != "vllm" and vllm_version is not None:
         raise KvplanError("--vllm-version applies to --engine vllm only", "--vllm-version")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.capacity import concurrency, context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
@@ -11,7 +11,7 @@ from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory,
 from kvplan.spec.layers import FullAttention, Layer
 from kvplan.spec.model import ModelSpec
 from kvplan.units import GiB, canonical_dtype, dtype_bytes
-from kvplan.weights import WeightLayout
+from kvplan.weights import WeightLayout, weight_layout
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,32 @@ class Stage:
     decoder_layers: int
     first: bool
     last: bool
+    weights_bytes: int = 0  # per rank of this stage
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every engine starts from: dtypes, and per pipeline stage its layers and weights."""
+
+    kv_name: str
+    kv_bytes: int
+    stages: list[Stage]
+    notes: list[str]
+
+
+def prepare(spec: ModelSpec, dep: Deployment, every_token_cached: bool = False) -> Prepared:
+    dtype = model_dtype(spec, dep)
+    kv_name, kv_bytes = kv_dtype(dep, dtype)
+    weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, dep))
+    drafts, draft_decoders, draft_note = draft_layers(spec, dep)
+    notes = [note for note in (weights.note, draft_note) if note]
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    stage_list = []
+    for stage in stages(spec, dep, drafts, every_token_cached):
+        measured = dep.weights_memory_bytes
+        weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp, draft_decoders)
+        stage_list.append(replace(stage, weights_bytes=weight_bytes))
+    return Prepared(kv_name, kv_bytes, stage_list, notes)
 
 
 def model_dtype(spec: ModelSpec, dep: Deployment) -> str:
@@ -76,8 +102,7 @@ def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], every_token_ca
     return result
 
 
-def stage_weights(weights: WeightLayout, spec: ModelSpec, stage: Stage, tp: int, pp: int,
-                  draft_decoder_layers: int) -> int:
+def stage_weights(weights: WeightLayout, stage: Stage, tp: int, pp: int, draft_decoder_layers: int) -> int:
     total = weights.per_layer * stage.decoder_layers
     if stage.first:
         total += weights.embeddings + weights.vision
@@ -97,14 +122,15 @@ def check_max_model_len(spec: ModelSpec, dep: Deployment) -> int:
     return dep.max_model_len
 
 
-def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: EngineSettings,
-               stage_list: list[Stage], memories: list[Memory], kv_name: str, kv_bytes: int,
-               ladder_contexts: list[int] | None, notes: list[str], engine_label: str,
+def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: EngineSettings, prepared: Prepared,
+               memories: list[Memory], ladder_contexts: list[int] | None, notes: list[str], engine_label: str,
                concurrency_in_tokens: bool = False) -> Plan:
     """concurrency_in_tokens: V0's rule, pool tokens / max_model_len, instead of blocks per request."""
     tp = dep.tensor_parallel_size
+    kv_name, kv_bytes = prepared.kv_name, prepared.kv_bytes
+    notes = prepared.notes + notes
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
-    layouts = [pool_layout(stage.layers, settings.block_size, kv_bytes, tp) for stage in stage_list]
+    layouts = [pool_layout(stage.layers, settings.block_size, kv_bytes, tp) for stage in prepared.stages]
     blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in zip(layouts, memories, strict=True)]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]

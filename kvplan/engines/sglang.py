@@ -7,8 +7,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.spec.model import ModelSpec
-from kvplan.units import GiB, MiB, dtype_bytes
-from kvplan.weights import weight_layout
+from kvplan.units import GiB, MiB
 
 
 def default_mem_fraction(total_bytes: int, tp: int, pp: int) -> tuple[float, int, int]:
@@ -26,19 +25,13 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     max_model_len = common.check_max_model_len(spec, dep)
     fraction, chunked, _ = default_mem_fraction(gpu.memory_bytes, tp, pp)
     util = dep.gpu_memory_utilization or fraction
-    model_dtype = common.model_dtype(spec, dep)
-    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
-    weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
-    drafts, draft_decoders, _ = common.draft_layers(spec, dep)
-    stage_list = common.stages(spec, dep, drafts, every_token_cached=True)
+    prepared = common.prepare(spec, dep, every_token_cached=True)
+    held_back = int(gpu.memory_bytes * (1 - util))
     memories = []
-    for stage in stage_list:
-        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
-            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
-        held_back = int(gpu.memory_bytes * (1 - util))
+    for stage in prepared.stages:
         pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else \
-            gpu.memory_bytes - weight_bytes - held_back
-        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes - held_back, weight_bytes,
+            gpu.memory_bytes - stage.weights_bytes - held_back
+        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes - held_back, stage.weights_bytes,
                                reserve_bytes=held_back, kv_cache_bytes=pool))
     settings = EngineSettings("sglang", dep.engine_version, util, dep.block_size or 1, max_model_len,
                               dep.max_num_seqs, dep.max_num_batched_tokens or chunked)
@@ -46,5 +39,4 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
              "--gpu-memory-utilization is given)"]
     if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
         notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
-    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
-                             "SGLang")
+    return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "SGLang")

@@ -8,8 +8,6 @@ from kvplan.engines import common
 from kvplan.engines.vllm import ERAS, activation_bytes
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.spec.model import ModelSpec
-from kvplan.units import dtype_bytes
-from kvplan.weights import weight_layout
 
 TOKENS_PER_BLOCK = 32
 FREE_FRACTION = 0.9
@@ -19,25 +17,19 @@ MAX_BATCH_SIZE = 2048
 
 def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
          ladder: list[int] | None = None) -> Plan:
-    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    tp = dep.tensor_parallel_size
     max_model_len = common.check_max_model_len(spec, dep)
     fraction = dep.gpu_memory_utilization or FREE_FRACTION
     mnbt = dep.max_num_batched_tokens or MAX_NUM_TOKENS
     seqs = dep.max_num_seqs or MAX_BATCH_SIZE
-    model_dtype = common.model_dtype(spec, dep)
-    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
-    weights = weight_layout(spec, dtype_bytes(model_dtype), common.quantization_method(spec, dep))
-    drafts, draft_decoders, _ = common.draft_layers(spec, dep)
-    stage_list = common.stages(spec, dep, drafts, every_token_cached=True)
+    prepared = common.prepare(spec, dep, every_token_cached=True)
     light_era = ERAS[-1][1]
     memories = []
-    for stage in stage_list:
-        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
-            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
+    for stage in prepared.stages:
         runtime = activation_bytes(light_era, spec, tp, min(seqs, 1024) if stage.last else 0, mnbt)
-        free = gpu.memory_bytes - weight_bytes - runtime
+        free = gpu.memory_bytes - stage.weights_bytes - runtime
         pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else int(free * fraction)
-        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes, weight_bytes, activation_bytes=runtime,
+        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes, stage.weights_bytes, activation_bytes=runtime,
                                reserve_bytes=max(0, free - pool), kv_cache_bytes=pool))
     settings = EngineSettings("trtllm", dep.engine_version, fraction, dep.block_size or TOKENS_PER_BLOCK,
                               max_model_len, seqs, mnbt)
@@ -45,5 +37,4 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
              "(runtime buffers estimated with kvplan's vLLM activation model)"]
     if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
         notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
-    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
-                             "TensorRT-LLM")
+    return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "TensorRT-LLM")

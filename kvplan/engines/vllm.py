@@ -12,8 +12,7 @@ from kvplan.engines import common
 from kvplan.errors import KvplanError
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.spec.model import ModelSpec
-from kvplan.units import GiB, MiB, dtype_bytes
-from kvplan.weights import weight_layout
+from kvplan.units import GiB, MiB
 
 LATEST = "0.29.0"
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
@@ -108,22 +107,11 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
     block_size = dep.block_size or default_block_size(spec, gpu_cc)
     util = dep.gpu_memory_utilization or era.default_utilization
 
-    model_dtype = common.model_dtype(spec, dep)
-    kv_name, kv_bytes = common.kv_dtype(dep, model_dtype)
-    method = common.quantization_method(spec, dep)
-    weights = weight_layout(spec, dtype_bytes(model_dtype), method)
-    if weights.note:
-        notes.append(weights.note)
-    drafts, draft_decoders, draft_note = common.draft_layers(spec, dep)
-    if draft_note:
-        notes.append(draft_note)
-    stage_list = common.stages(spec, dep, drafts)
-
+    prepared = common.prepare(spec, dep)
     memories = []
-    for stage in stage_list:
+    for stage in prepared.stages:
         budget = int(gpu.memory_bytes * util)
-        weight_bytes = dep.weights_memory_bytes if dep.weights_memory_bytes is not None else \
-            common.stage_weights(weights, spec, stage, tp, pp, draft_decoders)
+        weight_bytes = stage.weights_bytes
         if dep.kv_cache_memory_bytes is not None:
             memories.append(Memory(gpu.memory_bytes, budget, weight_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes))
             continue
@@ -139,5 +127,5 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
         notes.append("--kv-cache-memory given: vLLM skips profiling and gpu_memory_utilization")
     settings = EngineSettings("vllm", version, util, block_size, max_model_len, max_num_seqs, mnbt)
     notes.append(f"vLLM accounting era: {era.name}")
-    return common.build_plan(spec, dep, gpu, settings, stage_list, memories, kv_name, kv_bytes, ladder, notes,
-                             "vLLM", concurrency_in_tokens=era.v0)
+    return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "vLLM",
+                             concurrency_in_tokens=era.v0)
