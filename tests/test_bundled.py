@@ -91,3 +91,12 @@ def test_import_bad_config_writes_nothing(user_spec_dir, tmp_path):
     result = run("models", "import", str(bad), "--id", "acme/bad", env={**os.environ})
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert not user_spec_dir.exists() or not any(user_spec_dir.iterdir())
+
+
+def test_lookup_order_is_shown():
+    import os
+
+    shown = json.loads(run("models", "show", "Qwen/Qwen2.5-7B", "--json", env={**os.environ}).stdout)
+    assert shown["lookup_order"] == ["local path", "user specs", "bundled specs", "Hugging Face cache",
+                                     "Hugging Face Hub"]
+    assert shown["source"]["kind"] == "bundled"

@@ -74,3 +74,10 @@ def test_gpt_oss_logical_count():
     # 26,550,144 + experts (with biases) 796,538,880 + router 92,192 + norms 5,760 = 823,186,976 per layer,
     # x 24 + untied embeddings 2 x 201,088 x 2,880 + final norm 2,880 = 20,914,757,184.
     assert load_fixture("openai__gpt-oss-20b.json").params.total == 20_914_757_184
+
+
+def test_gpt2_small():
+    # GPT-2 small's published 124,439,808 (the Hub's safetensors count for openai-community/gpt2):
+    # wte 50,257 x 768 + wpe 1,024 x 768 + 12 x (c_attn 768 x 2,304 + 2,304 + c_proj 768^2 + 768
+    # + mlp 2 x 768 x 3,072 + 3,072 + 768 + 2 LayerNorms x 1,536) + final LayerNorm 1,536; lm_head tied.
+    assert load_fixture("openai-community__gpt2.json").params.total == 124_439_808

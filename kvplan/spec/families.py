@@ -46,7 +46,7 @@ FAMILIES: dict[str, Family] = {
                           rope_scaling_extends_context=False, exact=True),
     "phi3": Family(exact=True),
     "phi": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
-                  norms_per_layer=1, lm_head_bias=True, exact=True),
+                  norms_per_layer=1, lm_head_bias=True),
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
     "gpt_oss": Family(qkv_bias=True, o_bias=True, mlp_bias=True, attention_sinks=True),

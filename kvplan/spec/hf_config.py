@@ -12,7 +12,7 @@ from kvplan.spec.fields import ConfigFields
 from kvplan.spec.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
 from kvplan.spec.model import ModelSpec, MoE, Quantization, SpecSource
 
-MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; the largest seen is ~40 KB
+MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; anything this large is not one
 NESTED_LANGUAGE_KEYS = ("text_config", "llm_config", "language_config")
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model")
@@ -76,7 +76,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     is_ssm = lm.first_key(HEAD_KEYS) is None and lm.has("state_size")
     heads = 0 if is_ssm else lm.integer(HEAD_KEYS)
     intermediate = _intermediate_size(lm, hidden)
-    layers = tuple(_layers(lm, family, num_layers, hidden, heads, intermediate))
+    layers = tuple(_layers(lm, family, num_layers, hidden, heads))
     moe = _moe(lm, num_layers, intermediate)
     tie = _tied(top, lm, family)
     dtype = lm.text(("torch_dtype", "dtype")) or top.text(("torch_dtype", "dtype")) or "float32"
@@ -129,8 +129,7 @@ def _kv_heads(lm: ConfigFields, heads: int) -> int:
     return kv
 
 
-def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int,
-            intermediate: int) -> list[Layer]:
+def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int) -> list[Layer]:
     if heads == 0:
         return [StateOnly(_mamba_state_bytes(lm, hidden))] * num_layers
     kv_lora = lm.optional_int("kv_lora_rank")

@@ -1,5 +1,5 @@
-"""Where a spec comes from, in this order: a local path, a bundled or user spec, the Hub cache, the Hub.
-huggingface_hub is imported only when the first two have nothing."""
+"""Where a spec comes from, in this order: a local path, a user spec, a bundled spec, the Hugging Face cache,
+the Hub. huggingface_hub is imported only when nothing local matched."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from kvplan.spec.hf_config import load_json, parse_config
 from kvplan.spec.model import ModelSpec, ParamCount, SpecSource
 
 USER_SPEC_DIR_ENV = "KVPLAN_SPEC_DIR"
-LOOKUP_ORDER = ("local path", "bundled specs", "user specs", "Hugging Face cache", "Hugging Face Hub")
+# User specs come before bundled ones: importing a spec under a bundled id replaces it.
+LOOKUP_ORDER = ("local path", "user specs", "bundled specs", "Hugging Face cache", "Hugging Face Hub")
 
 
 def bundled_dir() -> Path:
