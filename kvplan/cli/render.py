@@ -25,7 +25,8 @@ def _size(n: int) -> str:
 
 def memory_bar(plan: Plan) -> Group:
     memory = plan.memory
-    total = max(memory.total_bytes, 1)
+    used_bytes = sum(max(getattr(memory, attr), 0) for _, attr, _ in SEGMENTS)
+    total = max(memory.total_bytes, used_bytes, 1)  # weights alone may exceed the GPU
     bar = Text()
     used = 0
     rows = Table.grid(padding=(0, 2))
@@ -37,9 +38,12 @@ def memory_bar(plan: Plan) -> Group:
         bar.append("█" * cells, style=colour)
         used += cells
         rows.add_row(Text("■ " + label, style=colour), _size(value))
-    unused = memory.total_bytes - sum(max(getattr(memory, a), 0) for _, a, _ in SEGMENTS)
+    unused = memory.total_bytes - used_bytes
     bar.append("░" * max(0, BAR_WIDTH - used), style="dim")
-    rows.add_row(Text("░ unused", style="dim"), _size(max(unused, 0)))
+    if unused >= 0:
+        rows.add_row(Text("░ unused", style="dim"), _size(unused))
+    else:
+        rows.add_row(Text("! over the GPU by", style="bold red"), _size(-unused))
     rows.add_row(Text("  GPU total (CUDA)"), _size(memory.total_bytes))
     return Group(bar, rows)
 
