@@ -10,6 +10,7 @@ import pytest
 from conftest import CONFIGS
 
 from kvplan.spec import sources
+from kvplan.spec.hf_config import parse_config
 
 FILES = sources.spec_files()
 REQUIRED = [
@@ -42,10 +43,11 @@ def test_bundled_spec_parses_and_has_a_source(spec_file):
     spec = sources.read_spec_file(spec_file)
     assert spec.num_layers > 0 and spec.params.total > 0
     published = document["_kvplan"].get("params")
-    if published and spec.model_type in ("qwen2", "llama", "mistral", "mixtral", "gemma2", "gemma3_text", "phi3",
-                                          "qwen3", "deepseek_v2", "bloom"):
-        # for families whose layout is verified, the config-derived count equals the published one
-        assert not spec.notes or all("config-derived" not in n for n in spec.notes), spec.notes
+    if published:
+        assert spec.params.total == published and spec.params.exact
+        derived = parse_config(document["config"], spec_file.id, spec.source).params
+        if derived.exact:  # a verified family: the config-derived count is the published one
+            assert derived.total == published
 
 
 def test_lookup_is_case_insensitive_and_suggests():

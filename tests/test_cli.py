@@ -80,8 +80,14 @@ def test_gpu_list_gives_a_list():
                                   "--max-model-len", "8192")
     assert result.returncode == 0
     assert [p["gpu"]["id"] for p in plans] == ["rtx3090", "a100-80gb-sxm", "h100-sxm"]
-    tokens = [p["capacity"]["tokens"] for p in plans]
-    assert tokens[0] < tokens[1] < tokens[2] + 10**6
+    # vLLM's batch defaults (EngineArgs.get_batch_defaults): 1024 sequences / 8192 tokens only on >= 70 GiB
+    # devices that are not A100s; 256 / 2048 otherwise.
+    assert [p["engine"]["max_num_seqs"] for p in plans] == [256, 256, 1024]
+    assert [p["engine"]["max_num_batched_tokens"] for p in plans] == [2048, 2048, 8192]
+    # the same 2 MiB blocks (2 x 32 x 8 x 128 x 16 x 2) on every GPU
+    assert {p["kv"]["block_bytes"] for p in plans} == {2 * 2**20}
+    for p in plans:
+        assert p["capacity"]["num_blocks"] == p["memory"]["kv_cache_bytes"] // (2 * 2**20)
 
 
 def test_cannot_serve_exits_1_with_vllm_error_and_levers():
