@@ -184,3 +184,15 @@ def test_cuda_graph_switch_is_honoured():
     assert off["memory"]["cuda_graph_bytes"] == old["memory"]["cuda_graph_bytes"] == 0
     assert eager["memory"]["cuda_graph_bytes"] == 0
     assert off["memory"]["kv_cache_bytes"] - on["memory"]["kv_cache_bytes"] == 28 * 18 * 2**20
+
+
+def test_gpu_list_human_output_compares_side_by_side():
+    import os
+
+    result = run("estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32k",
+                 env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0
+    _, plans = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32k")
+    assert "GPUs side by side" in result.stdout
+    for plan in plans:  # each row carries the same block count the JSON reports
+        assert f"{plan['capacity']['num_blocks']:,}" in result.stdout

@@ -162,8 +162,10 @@ def estimate(
         print_json(documents if len(documents) > 1 else documents[0])
     else:
         from kvplan.cli.output import console
-        from kvplan.cli.render import render_plan
+        from kvplan.cli.render import render_comparison, render_plan
 
         for plan, lever_list in results:
             console.print(render_plan(plan, lever_list))
+        if len(results) > 1:
+            console.print(render_comparison([plan for plan, _ in results]))
     return 0 if any(plan.capacity.fits for plan, _ in results) else 1

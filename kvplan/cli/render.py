@@ -108,3 +108,18 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
     border = "red" if plan.error else "green"
     return Panel(Group(*parts), title=title, border_style=border, subtitle="GiB = 2^30 B, GB = 10^9 B",
                  expand=False)
+
+
+def render_comparison(plans: Sequence[Plan]) -> Table:
+    """Several GPUs side by side: the numbers that decide between them."""
+    table = Table(title=f"{plans[0].model.id}: GPUs side by side (GiB = 2^30 B)")
+    for column in ("GPU", "CUDA total", "weights/rank", "KV pool", "blocks", "KV tokens", "concurrency", "longest fit",
+                   "fits"):
+        table.add_column(column, justify="left" if column in ("GPU", "fits") else "right")
+    for plan in plans:
+        memory, cap = plan.memory, plan.capacity
+        table.add_row(f"{plan.gpu.count}x {plan.gpu.id}", f"{memory.total_bytes / GiB:.2f}",
+                      f"{memory.weights_bytes / GiB:.2f}", f"{memory.kv_cache_bytes / GiB:.2f}", f"{cap.num_blocks:,}",
+                      f"{cap.tokens:,}", f"{cap.max_concurrency:.2f}x", f"{cap.max_model_len_that_fits:,}",
+                      "yes" if cap.fits else "[red]no[/red]")
+    return table
