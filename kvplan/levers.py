@@ -29,8 +29,8 @@ def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None) -> Pl
 
 def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None,
                            extra_flags: str) -> tuple[str, str, Deployment, GpuChoice] | None:
-    for tp in (2, 4, 8):
-        tp *= dep.tensor_parallel_size
+    for factor in (2, 4, 8):
+        tp = factor * dep.tensor_parallel_size
         if tp > 8 or spec.num_attention_heads % tp:
             continue
         new_dep = replace(dep, tensor_parallel_size=tp)

@@ -78,9 +78,6 @@ class Plan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        capacity = asdict(self.capacity)
-        capacity["ladder"] = [{"context": r.context, "concurrency": r.concurrency, "kv_limited": r.kv_limited}
-                              for r in self.capacity.ladder]
         return {
             "model": self.model.summary(),
             "gpu": asdict(self.gpu),
@@ -90,7 +87,7 @@ class Plan:
                    "block_bytes": self.layout.block_bytes, "groups": self.layout.num_groups,
                    "padding_layers": self.layout.padding_layers},
             "memory": asdict(self.memory),
-            "capacity": capacity,
+            "capacity": asdict(self.capacity),
             "limiting_stage": self.limiting_stage,
             "error": self.error,
             "notes": list(self.notes),

@@ -20,13 +20,13 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
         pad = lm.optional_int("pad_vocab_size_multiple") or 1
         vocab = -(-vocab // pad) * pad
 
-    attention = decoder = experts = 0
+    decoder = experts = 0
     for index, layer in enumerate(layers):
         if isinstance(layer, StateOnly):
             decoder += _mamba_mixer(lm, hidden, intermediate) + norm
             continue
         attention = _attention(lm, family, hidden, heads, layer)
-        mlp, expert_part = _mlp(lm, family, model_type, hidden, intermediate, moe, index)
+        mlp, expert_part = _mlp(lm, family, hidden, intermediate, moe, index)
         experts += expert_part
         decoder += attention + mlp + norms_per_layer * norm
 
@@ -78,7 +78,7 @@ def _attention(lm: ConfigFields, family: Family, hidden: int, heads: int, layer:
     return total
 
 
-def _mlp(lm: ConfigFields, family: Family, model_type: str, hidden: int, intermediate: int, moe: MoE | None,
+def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: MoE | None,
          index: int) -> tuple[int, int]:
     """Parameters of one layer's MLP, and how many of them are routed experts."""
     if moe is None or index in moe.dense_layers:
