@@ -35,7 +35,7 @@ def test_seed_example_cli():
 
 
 def test_json_fields_are_all_there():
-    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "16k")
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "16K")
     required = {
         "model": {"id", "num_layers", "kv_layers", "num_kv_heads", "head_dim", "attention", "params"},
         "gpu": {"id", "name", "memory_bytes", "count"},
@@ -52,7 +52,9 @@ def test_json_fields_are_all_there():
     for key, value in plan["memory"].items():
         assert isinstance(value, int), key
     assert plan["gpu"]["id"] == "rtx3090" and plan["gpu"]["memory_bytes"] == 25_297_357_373
-    assert plan["engine"]["max_model_len"] == 16384
+    assert plan["engine"]["max_model_len"] == 16384  # vLLM's reading: uppercase K = 1024
+    _, decimal = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "25.6k")
+    assert decimal["engine"]["max_model_len"] == 25_600  # lowercase k = 1000
     assert [r["context"] for r in plan["capacity"]["ladder"]] == [2048, 4096, 8192, 16384]
     # the ladder is consistent with the pool: floor(blocks / (context / 16))
     blocks = plan["capacity"]["num_blocks"]
@@ -152,6 +154,7 @@ def test_human_output_shows_the_working():
     (["--gpu-memory", "24 parsecs"], "--gpu-memory"),
     (["--gpu", "rtx3090", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),
     (["--gpu", "rtx3090", "--max-model-len", "1000000"], "--max-model-len"),
+    (["--gpu", "rtx3090", "--max-model-len", "1.5K"], "--max-model-len"),
     (["--gpu", "rtx3090", "--speculative-config", "{oops"], "--speculative-config"),
     (["--gpu", "rtx3090", "--no-such-flag"], "--no-such-flag"),
     (["--gpu", "rtx3090", "--engine", "tgi"], "--engine"),
@@ -189,10 +192,10 @@ def test_cuda_graph_switch_is_honoured():
 def test_gpu_list_human_output_compares_side_by_side():
     import os
 
-    result = run("estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32k",
+    result = run("estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32K",
                  env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0
-    _, plans = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32k")
+    _, plans = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx3090,h100", "--max-model-len", "32K")
     assert "GPUs side by side" in result.stdout
     for plan in plans:  # each row carries the same block count the JSON reports
         assert f"{plan['capacity']['num_blocks']:,}" in result.stdout

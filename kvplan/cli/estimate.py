@@ -16,19 +16,24 @@ EPILOG = ("Examples:  kvplan estimate --model Qwen/Qwen2.5-7B --gpu rtx3090 · "
           "kvplan estimate --model ./config.json --gpu-memory 24GiB --engine simple")
 
 
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
 def _int(text: str | None, flag: str) -> int | None:
+    """Integers as vLLM reads them: '32768', '32K' (x 1024), '25.6k' (x 1000; decimals only with k/m/g)."""
     if text is None:
         return None
-    cleaned = text.strip().lower().replace("_", "")
-    factor = 1
-    if cleaned.endswith("k"):
-        cleaned, factor = cleaned[:-1], 1024
-    elif cleaned.endswith("m"):
-        cleaned, factor = cleaned[:-1], 1024 * 1024
+    value = text.strip().replace("_", "")
+    suffix = value[-1:] if value[-1:] in _DECIMAL or value[-1:] in _BINARY else ""
+    number = value[: len(value) - len(suffix)]
     try:
-        return int(cleaned) * factor
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        return int(number) * _BINARY.get(suffix, 1)
     except ValueError:
-        raise KvplanError(f"expected an integer (e.g. 32768 or 32k), got {text!r}", flag) from None
+        raise KvplanError(f"expected an integer (e.g. 32768, 32K = 32,768 or 32k = 32,000), got {text!r}",
+                          flag) from None
 
 
 def _speculative(text: str | None) -> dict[str, Any] | None:
@@ -90,7 +95,7 @@ def estimate(
     speculative_config: Annotated[str | None, typer.Option("--speculative-config", help="JSON, as vLLM takes it.")] = None,
     weights_memory: Annotated[str | None, typer.Option("--weights-memory", help="Measured weights size.")] = None,
     reserve: Annotated[str | None, typer.Option("--reserve", help="simple engine: memory held back (default 1GB).")] = None,
-    context: Annotated[str | None, typer.Option("--context", help="Context lengths for the ladder, e.g. 4k,32k.")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Context lengths for the ladder, e.g. 4K,32K.")] = None,
     suggest: Annotated[bool, typer.Option("--suggest", help="Show levers even when the deployment fits.")] = False,
     json_output: JsonFlag = False,
     revision: RevisionOpt = None,
