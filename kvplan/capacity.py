@@ -7,7 +7,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kvplan.spec.layers import Layer
-from kvplan.units import cdiv
 
 
 @dataclass(frozen=True)
@@ -126,5 +125,3 @@ def context_ladder(max_context: int, explicit: list[int] | None = None) -> list[
     rungs.append(max_context)
     return rungs
 
-
-__all__ = ["KvGroup", "PoolLayout", "cdiv", "concurrency", "context_ladder", "pipeline_stages", "pool_layout"]

@@ -36,10 +36,6 @@ class Deployment:
     reserve_bytes: int | None = None
     estimate_cudagraphs: bool | None = None  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; None: the era's default
 
-    @property
-    def world_size(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
-
     def validate(self, num_attention_heads: int, num_layers: int) -> None:
         """One-line errors worded like vLLM's own argument checks."""
         if self.engine not in ENGINES:

@@ -35,14 +35,6 @@ def parse_size(text: str, where: str = "size") -> int:
         raise KvplanError(f"cannot read {text!r} as a size", where) from exc
 
 
-def gib(n_bytes: int | float) -> str:
-    return f"{n_bytes / GiB:.2f} GiB"
-
-
-def gb(n_bytes: int | float) -> str:
-    return f"{n_bytes / GB:.2f} GB"
-
-
 # Bytes per element of the dtypes that appear in HF configs and vLLM flags.
 DTYPE_BYTES: dict[str, float] = {
     "float32": 4, "float": 4, "fp32": 4,

@@ -20,40 +20,35 @@ class WeightLayout:
     vision: int  # bytes, first pipeline stage
     note: str = ""
 
-    def total(self, num_layers: int) -> int:
-        return self.embeddings + self.lm_head + self.per_layer * num_layers + self.vision
-
 
 def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None) -> WeightLayout:
     """method: the quantization in force (the --quantization flag, else the checkpoint's own)."""
     params = spec.params
+    outside = params.embeddings + params.lm_head + params.vision  # kept at the model dtype
+    checkpoint_method = spec.quantization.method.lower() if spec.quantization else None
+    if spec.stored_weight_bytes and method == checkpoint_method:
+        # The safetensors headers give the stored bytes exactly; spread what is not embeddings over the layers.
+        decoder, note = max(0, spec.stored_weight_bytes - outside * dtype_bytes), ""
+    else:
+        decoder, note = _decoder_bytes(spec, params.total - outside, dtype_bytes, method)
+    return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes,
+                        decoder // max(1, spec.num_layers), params.vision * dtype_bytes, note)
+
+
+def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str | None) -> tuple[int, str]:
+    """Bytes of the decoder layers' parameters in the given format, estimated from the parameter count."""
     quant = spec.quantization
-    linear = params.total - params.embeddings - params.lm_head - params.vision
-    experts = params.experts
-    dense_linear = linear - experts
-    note = ""
+    experts = spec.params.experts
     if method is None:
-        decoder = linear * dtype_bytes
-    elif method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
-        # 8-bit weights in every linear layer; embeddings and lm_head stay at the model dtype.
-        decoder = linear
-    elif method == "mxfp4":
+        return linear * dtype_bytes, ""
+    if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
+        return linear, ""  # 8-bit weights in every linear layer
+    if method == "mxfp4":
         # Experts in MXFP4: 4-bit values plus one 8-bit scale per 32 (4.25 bits); the rest unquantized.
-        decoder = dense_linear * dtype_bytes + experts * 17 // 32
-    elif method in INT_METHODS:
+        return (linear - experts) * dtype_bytes + experts * 17 // 32, ""
+    if method in INT_METHODS:
         bits = (quant.bits if quant and quant.bits else None) or (8 if "8" in method else 4)
         group = (quant.group_size if quant and quant.group_size else None) or 128
         # Packed integers plus one fp16 scale (and a packed zero point) per group of `group` weights.
-        decoder = linear * bits // 8 + linear * (2 * 8 + bits) // (8 * group)
-    else:
-        decoder = linear * dtype_bytes
-        note = f"quantization {method!r} is not modelled; weights counted at the model dtype"
-    layers = max(1, spec.num_layers)
-    checkpoint_method = quant.method.lower() if quant else None
-    if spec.stored_weight_bytes and method == checkpoint_method:
-        # The safetensors headers give the stored bytes exactly; spread what is not embeddings over the layers.
-        outside = (params.embeddings + params.lm_head + params.vision) * dtype_bytes
-        decoder = max(0, spec.stored_weight_bytes - outside)
-        note = ""
-    return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes, decoder // layers,
-                        params.vision * dtype_bytes, note)
+        return linear * bits // 8 + linear * (2 * 8 + bits) // (8 * group), ""
+    return linear * dtype_bytes, f"quantization {method!r} is not modelled; weights counted at the model dtype"

@@ -101,7 +101,7 @@ def import_spec(
     if not config_path.is_file():
         raise KvplanError("no such config.json", str(config_path))
     data = load_json(config_path.read_bytes(), str(config_path))
-    name = model_id or sources._name_from_config(data)
+    name = model_id or sources.name_from_config(data)
     if not name or "/" not in name:
         raise KvplanError("cannot tell the model id from the config; pass --id org/name", str(config_path))
     if params is not None and params <= 0:

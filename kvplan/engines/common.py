@@ -39,6 +39,8 @@ def prepare(spec: ModelSpec, dep: Deployment, every_token_cached: bool = False) 
     weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, dep))
     drafts, draft_decoders, draft_note = draft_layers(spec, dep)
     notes = [note for note in (weights.note, draft_note) if note]
+    if every_token_cached and any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
+        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
     for stage in stages(spec, dep, drafts, every_token_cached):

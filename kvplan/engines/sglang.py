@@ -37,6 +37,4 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
                               dep.max_num_seqs, dep.max_num_batched_tokens or chunked)
     notes = [f"mem_fraction_static {util} (SGLang's default heuristic for this GPU unless "
              "--gpu-memory-utilization is given)"]
-    if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
-        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "SGLang")

@@ -35,6 +35,4 @@ def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
                               max_model_len, seqs, mnbt)
     notes = [f"free_gpu_memory_fraction {fraction} of the memory free after weights and runtime buffers "
              "(runtime buffers estimated with kvplan's vLLM activation model)"]
-    if any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
-        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "TensorRT-LLM")

@@ -85,12 +85,9 @@ def stored_weight_bytes(repo_id: str, revision: str | None, token: str | None) -
     """Bytes of the checkpoint's tensors as stored, from the safetensors headers (cached per repo and revision).
     None when the repo has no safetensors or the Hub cannot say."""
     cached = cache_dir() / f"{repo_id.replace('/', '__')}@{revision or 'main'}.json"
-    if cached.is_file():
-        try:
-            counts = json.loads(cached.read_text())
-        except (OSError, ValueError):
-            counts = None
-    else:
+    try:
+        counts = json.loads(cached.read_text())
+    except (OSError, ValueError):  # not cached yet, or an unreadable cache file
         counts = None
     if counts is None:
         if constants.HF_HUB_OFFLINE:

@@ -113,7 +113,7 @@ def read_local(path: Path, model_id: str | None = None) -> ModelSpec:
     data = load_json(raw, where)
     if "_kvplan" in data and isinstance(data.get("config"), dict):
         return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"))
-    name = model_id or _name_from_config(data) or _name_from_path(path)
+    name = model_id or name_from_config(data) or _name_from_path(path)
     return parse_config(data, name, SpecSource("local", where))
 
 
@@ -123,7 +123,7 @@ def _name_from_path(path: Path) -> str:
     return (stem or "local-model").replace("__", "/", 1)
 
 
-def _name_from_config(data: dict[str, Any]) -> str | None:
+def name_from_config(data: dict[str, Any]) -> str | None:
     name = data.get("_name_or_path")
     return name if isinstance(name, str) and name and "/" in name and not name.startswith(("/", ".")) else None
 
