@@ -11,7 +11,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import estimate
 from kvplan.hardware import find_gpu
 from kvplan.plan import GpuChoice, Plan
-from kvplan.spec.sources import resolve
+from kvplan.models.sources import resolve
 from kvplan.units import GiB
 
 DATA = Path(__file__).parent / "data" / "vllm_calibration.yaml"

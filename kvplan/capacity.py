@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from kvplan.spec.layers import Layer
+from kvplan.models.layers import Layer
 
 
 @dataclass(frozen=True)

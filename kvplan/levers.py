@@ -8,7 +8,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import estimate
 from kvplan.errors import KvplanError
 from kvplan.plan import GpuChoice, Plan
-from kvplan.spec.model import ModelSpec
+from kvplan.models.model import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvplan.capacity import PoolLayout
-from kvplan.spec.model import ModelSpec
+from kvplan.models.model import ModelSpec
 
 
 @dataclass(frozen=True)

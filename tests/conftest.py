@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.spec.hf_config import load_json, parse_config
-from kvplan.spec.model import ModelSpec, SpecSource
+from kvplan.models.hf_config import load_json, parse_config
+from kvplan.models.model import ModelSpec, SpecSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CONFIGS = FIXTURES / "configs"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvplan.errors import KvplanError
-from kvplan.spec.sources import read_local
+from kvplan.models.sources import read_local
 
 NAMES = sorted(p.name for p in CONFIGS.glob("*.json"))
 REQUIRED_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")

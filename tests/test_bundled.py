@@ -9,8 +9,8 @@ import sys
 import pytest
 from conftest import CONFIGS
 
-from kvplan.spec import sources
-from kvplan.spec.hf_config import parse_config
+from kvplan.models import sources
+from kvplan.models.hf_config import parse_config
 
 FILES = sources.spec_files()
 REQUIRED = [

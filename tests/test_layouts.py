@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import CONFIGS, load_fixture
 
-from kvplan.spec.layers import ChunkedLocal, LatentAttention, SlidingWindow
+from kvplan.models.layers import ChunkedLocal, LatentAttention, SlidingWindow
 
 EXPECTED = {
     # qwen2: use_sliding_window false => full everywhere. 24 x 2*2*64*2 = 12,288. torch_dtype float32 (re-save).

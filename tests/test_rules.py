@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kvplan.errors import KvplanError
-from kvplan.spec.hf_config import parse_config
-from kvplan.spec.model import SpecSource
+from kvplan.models.hf_config import parse_config
+from kvplan.models.model import SpecSource
 
 BASE = {"model_type": "test", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 8,
         "vocab_size": 1000, "intermediate_size": 4096}

@@ -107,7 +107,7 @@ def estimate(
     from kvplan.engines import estimate as plan_for
     from kvplan.hardware import find_gpu
     from kvplan.plan import GpuChoice
-    from kvplan.spec.sources import resolve
+    from kvplan.models.sources import resolve
     from kvplan.units import parse_size
 
     if gpu is None and gpu_memory is None and kv_cache_memory is None:

@@ -12,8 +12,8 @@ import typer
 from kvplan.cli.options import JsonFlag, ModelArg, RevisionOpt, TokenOpt
 from kvplan.cli.output import console, print_json
 from kvplan.errors import KvplanError
-from kvplan.spec import sources
-from kvplan.spec.model import ModelSpec, spec_to_dict
+from kvplan.models import sources
+from kvplan.models.model import ModelSpec, spec_to_dict
 
 app = typer.Typer(help="Bundled and user model specs.", no_args_is_help=True)
 
@@ -93,9 +93,9 @@ def import_spec(
     source: Annotated[str | None, typer.Option("--source", help="Where the config came from.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing user spec.")] = False,
 ) -> None:
-    from kvplan.spec.fields import trimmed
-    from kvplan.spec.hf_config import load_json, parse_config
-    from kvplan.spec.model import SpecSource
+    from kvplan.models.fields import trimmed
+    from kvplan.models.hf_config import load_json, parse_config
+    from kvplan.models.model import SpecSource
 
     config_path = path / "config.json" if path.is_dir() else path
     if not config_path.is_file():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvplan.deployment import Deployment
 from kvplan.plan import GpuChoice, Plan
-from kvplan.spec.model import ModelSpec
+from kvplan.models.model import ModelSpec
 
 
 def estimate(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None = None,

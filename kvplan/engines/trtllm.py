@@ -7,7 +7,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.vllm import ERAS, activation_bytes
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
-from kvplan.spec.model import ModelSpec
+from kvplan.models.model import ModelSpec
 
 TOKENS_PER_BLOCK = 32
 FREE_FRACTION = 0.9

@@ -11,7 +11,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.errors import KvplanError
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
-from kvplan.spec.model import ModelSpec
+from kvplan.models.model import ModelSpec
 from kvplan.units import GiB, MiB
 
 LATEST = "0.29.0"

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.errors import KvplanError
-from kvplan.spec.hf_config import load_json, parse_config
-from kvplan.spec.model import ModelSpec, ParamCount, SpecSource
+from kvplan.models.hf_config import load_json, parse_config
+from kvplan.models.model import ModelSpec, ParamCount, SpecSource
 
 USER_SPEC_DIR_ENV = "KVPLAN_SPEC_DIR"
 # User specs come before bundled ones: importing a spec under a bundled id replaces it.
@@ -143,7 +143,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None) -
         spec_file = find_spec_file(model)
         if spec_file is not None:
             return read_spec_file(spec_file)
-    from kvplan.spec import hub  # imports huggingface_hub; only reached when nothing local matched
+    from kvplan.models import hub  # imports huggingface_hub; only reached when nothing local matched
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
     data = load_json(config_path.read_bytes(), f"{model} (config.json from {source.kind})")

@@ -20,7 +20,7 @@ from huggingface_hub.utils import disable_progress_bars
 from huggingface_hub.utils import logging as hf_logging
 
 from kvplan.errors import KvplanError
-from kvplan.spec.model import SpecSource
+from kvplan.models.model import SpecSource
 
 OFFLINE_HINT = "use a bundled id (kvplan models list) or a local config.json path"
 

@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from kvplan.errors import KvplanError
-from kvplan.spec import params as param_count
-from kvplan.spec.families import Family, family_of
-from kvplan.spec.fields import ConfigFields
-from kvplan.spec.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
-from kvplan.spec.model import ModelSpec, MoE, Quantization, SpecSource
+from kvplan.models import params as param_count
+from kvplan.models.families import Family, family_of
+from kvplan.models.fields import ConfigFields
+from kvplan.models.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
+from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 
 MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; anything this large is not one
 NESTED_LANGUAGE_KEYS = ("text_config", "llm_config", "language_config")

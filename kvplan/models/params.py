@@ -3,10 +3,10 @@ Exact for the families whose layout was checked against published counts (see te
 
 from __future__ import annotations
 
-from kvplan.spec.families import Family
-from kvplan.spec.fields import ConfigFields
-from kvplan.spec.layers import LatentAttention, Layer, StateOnly
-from kvplan.spec.model import MoE, ParamCount
+from kvplan.models.families import Family
+from kvplan.models.fields import ConfigFields
+from kvplan.models.layers import LatentAttention, Layer, StateOnly
+from kvplan.models.model import MoE, ParamCount
 
 
 def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, num_layers: int, hidden: int,

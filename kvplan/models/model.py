@@ -1,4 +1,4 @@
-"""ModelSpec: the normalized architecture of one model. Pure data; parsing lives in spec.hf_config."""
+"""ModelSpec: the normalized architecture of one model. Pure data; parsing lives in models.hf_config."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kvplan.spec.layers import Layer
+from kvplan.models.layers import Layer
 
 
 @dataclass(frozen=True)
