@@ -10,8 +10,8 @@ from typing import Any
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
 from kvplan.hardware import find_gpu
-from kvplan.plan import GpuChoice, Plan
 from kvplan.models.sources import resolve
+from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB
 
 DATA = Path(__file__).parent / "data" / "vllm_calibration.yaml"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
 from kvplan.errors import KvplanError
-from kvplan.plan import GpuChoice, Plan
 from kvplan.models.model import ModelSpec
+from kvplan.plan import GpuChoice, Plan
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from kvplan.capacity import context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
-from kvplan.plan import GpuChoice
 from kvplan.models.sources import resolve
+from kvplan.plan import GpuChoice
 from kvplan.units import GB, GiB
 
 CUSTOM_24GB = GpuChoice("custom", "custom", 24 * GB, 1)

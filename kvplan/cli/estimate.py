@@ -106,8 +106,8 @@ def estimate(
     from kvplan.deployment import Deployment
     from kvplan.engines import estimate as plan_for
     from kvplan.hardware import find_gpu
-    from kvplan.plan import GpuChoice
     from kvplan.models.sources import resolve
+    from kvplan.plan import GpuChoice
     from kvplan.units import parse_size
 
     if gpu is None and gpu_memory is None and kv_cache_memory is None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kvplan.deployment import Deployment
-from kvplan.plan import GpuChoice, Plan
 from kvplan.models.model import ModelSpec
+from kvplan.plan import GpuChoice, Plan
 
 
 def estimate(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None = None,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from kvplan.capacity import concurrency, context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
-from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.models.layers import FullAttention, Layer
 from kvplan.models.model import ModelSpec
+from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.units import GiB, canonical_dtype, dtype_bytes
 from kvplan.weights import WeightLayout, weight_layout
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kvplan.deployment import Deployment
 from kvplan.engines import common
-from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.models.model import ModelSpec
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.units import GiB, MiB
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.vllm import ERAS, activation_bytes
-from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.models.model import ModelSpec
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 
 TOKENS_PER_BLOCK = 32
 FREE_FRACTION = 0.9

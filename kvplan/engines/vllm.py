@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.errors import KvplanError
-from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.models.model import ModelSpec
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.units import GiB, MiB
 
 LATEST = "0.29.0"
