@@ -35,6 +35,26 @@ def parse_size(text: str, where: str = "size") -> int:
         raise KvplanError(f"cannot read {text!r} as a size", where) from exc
 
 
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_human_int(text: str | None, flag: str) -> int | None:
+    """Integers as vLLM reads them: '32768', '32K' (x 1024), '25.6k' (x 1000; decimals only with k/m/g)."""
+    if text is None:
+        return None
+    value = text.strip().replace("_", "")
+    suffix = value[-1:] if value[-1:] in _DECIMAL or value[-1:] in _BINARY else ""
+    number = value[: len(value) - len(suffix)]
+    try:
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        return int(number) * _BINARY.get(suffix, 1)
+    except ValueError:
+        raise KvplanError(f"expected an integer (e.g. 32768, 32K = 32,768 or 32k = 32,000), got {text!r}",
+                          flag) from None
+
+
 # Bytes per element of the dtypes that appear in HF configs and vLLM flags.
 DTYPE_BYTES: dict[str, float] = {
     "float32": 4, "float": 4, "fp32": 4,

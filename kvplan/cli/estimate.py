@@ -9,31 +9,12 @@ import typer
 
 from kvplan.cli.options import JsonFlag, RevisionOpt, TokenOpt
 from kvplan.errors import KvplanError
+from kvplan.units import parse_human_int
 
 HELP = "KV blocks, tokens and concurrency a deployment gets, as the engine will allocate them."
 EPILOG = ("Examples:  kvplan estimate --model Qwen/Qwen2.5-7B --gpu rtx3090 · "
           "kvplan estimate --model meta-llama/Llama-3.1-70B --gpu h100 -tp 4 --kv-cache-dtype fp8 --json · "
           "kvplan estimate --model ./config.json --gpu-memory 24GiB --engine simple")
-
-
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
-
-
-def _int(text: str | None, flag: str) -> int | None:
-    """Integers as vLLM reads them: '32768', '32K' (x 1024), '25.6k' (x 1000; decimals only with k/m/g)."""
-    if text is None:
-        return None
-    value = text.strip().replace("_", "")
-    suffix = value[-1:] if value[-1:] in _DECIMAL or value[-1:] in _BINARY else ""
-    number = value[: len(value) - len(suffix)]
-    try:
-        if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
-        return int(number) * _BINARY.get(suffix, 1)
-    except ValueError:
-        raise KvplanError(f"expected an integer (e.g. 32768, 32K = 32,768 or 32k = 32,000), got {text!r}",
-                          flag) from None
 
 
 def _speculative(text: str | None) -> dict[str, Any] | None:
@@ -64,7 +45,7 @@ def _env_switch(name: str) -> bool | None:
 def _contexts(text: str | None) -> list[int] | None:
     if not text:
         return None
-    values = [_int(part, "--context") for part in text.split(",") if part.strip()]
+    values = [parse_human_int(part, "--context") for part in text.split(",") if part.strip()]
     if any(v is None or v < 1 for v in values):
         raise KvplanError("contexts must be positive integers", "--context")
     return [v for v in values if v is not None]
@@ -118,8 +99,8 @@ def estimate(
         engine=engine.lower(), engine_version=vllm_version, dtype=dtype.lower(), kv_cache_dtype=kv_cache_dtype.lower(),
         quantization=quantization, block_size=block_size, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=_int(max_model_len, "--max-model-len"), max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=_int(max_num_batched_tokens, "--max-num-batched-tokens"),
+        max_model_len=parse_human_int(max_model_len, "--max-model-len"), max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=parse_human_int(max_num_batched_tokens, "--max-num-batched-tokens"),
         kv_cache_memory_bytes=parse_size(kv_cache_memory, "--kv-cache-memory") if kv_cache_memory else None,
         enforce_eager=enforce_eager, speculative_config=_speculative(speculative_config),
         weights_memory_bytes=parse_size(weights_memory, "--weights-memory") if weights_memory else None,
