@@ -31,8 +31,18 @@ class PoolLayout:
         return len(self.groups)
 
     @property
+    def single_spec(self) -> bool:
+        """One group of one spec: a block is that spec's page times its layers (no mixed sizes averaged)."""
+        if len(self.groups) != 1:
+            return False
+        group = self.groups[0]
+        return self.block_bytes == group.layer.page_bytes(self.block_size, self.kv_bytes, self.tp) * group.slots
+
+    @property
     def bytes_per_token(self) -> int:
         """One token's KV summed over the real KV layers of this rank."""
+        if len(self.groups) == 1 and not self.single_spec:
+            return self.block_bytes // self.block_size  # one block spans layers of different sizes
         return sum(g.layer.bytes_per_token(self.kv_bytes, self.tp) * g.real_layers for g in self.groups)
 
     def num_blocks(self, available_bytes: int) -> int:
@@ -76,7 +86,7 @@ def pool_layout(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) ->
     if len(counts) == 1:
         (layer, n), = counts.items()
         return PoolLayout(block_size, (KvGroup(layer, n, n),), pages[layer], pages[layer] * n, 0, kv_bytes, tp)
-    kinds = {type(layer) for layer in counts}
+    kinds = {layer.kind for layer in counts}
     if len(kinds) == 1 or len(set(pages.values())) > 1:
         # One kind with differing sizes: a single group whose block spans every layer's page.
         # (Mixed kinds with unequal pages are approximated the same way.)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kvplan.capacity import context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
+from kvplan.models.layers import FullAttention, SlidingWindow
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
 from kvplan.units import GB, GiB
@@ -39,6 +40,15 @@ def test_gemma2_two_equal_groups():
     assert layout.num_groups == 2 and layout.padding_layers == 0
     # 21 slots x 131,072 B (16 x 2 x 8 x 256 x 2)
     assert layout.block_bytes == 21 * 131_072
+
+
+def test_grouping_is_decided_by_kind():
+    # 3 sliding + 2 full, equal pages (16 x 2 x 8 x 128 x 2 = 65,536 B): hybrid. 3 < 1.5 x 2 fails, so the group
+    # size is the smaller count, 2: sliding in groups [2, 1] (1 padding layer) + full [2] = 3 groups.
+    layers = [SlidingWindow(8, 128, 4096)] * 3 + [FullAttention(8, 128)] * 2
+    layout = pool_layout(layers, 16, 2, 1)
+    assert layout.num_groups == 3 and layout.padding_layers == 1 and layout.block_bytes == 2 * 65_536
+    assert sorted(g.layer.kind for g in layout.groups) == ["full", "sliding", "sliding"]
 
 
 def test_llama4_chunked_groups():

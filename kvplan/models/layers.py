@@ -1,22 +1,73 @@
-"""One small type per kind of layer. Each knows its KV bytes per token and per block, and how many blocks
-one request of a given length holds in it (the rules of vLLM's kv_cache_interface, one spec per kind)."""
+"""One small type per kind of layer, siblings under one protocol (as vLLM's kv_cache_interface has one spec per
+kind). Each knows its KV bytes per token and per block, how many blocks one request of a given length holds in
+it, what it becomes in a flat pool that caches every token, how its block formula reads, and which parameter
+rule counts its mixer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 from kvplan.units import cdiv
 
 
-@dataclass(frozen=True)
-class FullAttention:
-    """Every token of the context stays cached: K and V, per KV head."""
+class MixerCounter(Protocol):
+    """The parameter rules of one model's config (kvplan.models.params); each layer kind picks its own."""
+
+    def kv_attention(self, kv_heads: int, head_dim: int) -> int: ...
+
+    def latent_attention(self) -> int: ...
+
+    def state_mixer(self) -> int: ...
+
+
+class LayerKind(Protocol):
+    """What every kind of layer provides. Specs are frozen dataclasses: equal by value, hashable, asdict-able."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    kind: ClassVar[str]  # the label specs and JSON show
+    holds_kv: ClassVar[bool]  # has pages in the KV block pool
+    drops_old_tokens: ClassVar[bool]  # frees blocks behind a window, so as_full() changes it
+    has_mlp: ClassVar[bool]  # the decoder layer has an MLP (or experts) beside its mixer
+
+    @property
+    def kv_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    def heads_per_rank(self, tp: int) -> int: ...
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int: ...
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int: ...
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int: ...
+
+    def as_full(self) -> LayerKind:
+        """This layer as an engine with one flat pool (SGLang, TensorRT-LLM) holds it: every token cached."""
+        ...
+
+    def describe(self) -> str: ...
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        """One block of `layers` such layers on one rank, factor by factor, with its bytes."""
+        ...
+
+    def mixer_params(self, counter: MixerCounter) -> int: ...
+
+
+Layer = LayerKind
+
+
+class _KeyValueHeads:
+    """Arithmetic of the kinds that cache a K and a V vector per KV head. Holds no data: each kind is its own
+    dataclass, so no kind is an instance of another."""
 
     kv_heads: int
     head_dim: int
-    kind: ClassVar[str] = "full"
     holds_kv: ClassVar[bool] = True
+    has_mlp: ClassVar[bool] = True
 
     def heads_per_rank(self, tp: int) -> int:
         # vLLM replicates KV heads when there are fewer of them than TP ranks.
@@ -28,22 +79,43 @@ class FullAttention:
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
 
-    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
-        return cdiv(context, block_size)
-
     def as_full(self) -> FullAttention:
         return FullAttention(self.kv_heads, self.head_dim)
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        total = layers * self.page_bytes(block_size, kv_bytes, tp)
+        return (f"2 x {layers} layers x {self.heads_per_rank(tp)} KV heads x {self.head_dim} head dim x "
+                f"{block_size} tokens x {kv_bytes} B = {total:,} B")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.kv_attention(self.kv_heads, self.head_dim)
+
+
+@dataclass(frozen=True)
+class FullAttention(_KeyValueHeads):
+    """Every token of the context stays cached: K and V, per KV head."""
+
+    kv_heads: int
+    head_dim: int
+    kind: ClassVar[str] = "full"
+    drops_old_tokens: ClassVar[bool] = False
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return cdiv(context, block_size)
 
     def describe(self) -> str:
         return f"full attention, {self.kv_heads} KV heads x {self.head_dim}"
 
 
 @dataclass(frozen=True)
-class SlidingWindow(FullAttention):
+class SlidingWindow(_KeyValueHeads):
     """Only the last `window` tokens are attended to; older blocks are freed."""
 
-    window: int = 0
+    kv_heads: int
+    head_dim: int
+    window: int
     kind: ClassVar[str] = "sliding"
+    drops_old_tokens: ClassVar[bool] = True
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         # A prefill chunk of max_num_batched_tokens can sit on top of the window; one more block for the
@@ -56,11 +128,14 @@ class SlidingWindow(FullAttention):
 
 
 @dataclass(frozen=True)
-class ChunkedLocal(FullAttention):
+class ChunkedLocal(_KeyValueHeads):
     """Attention restarts at every chunk boundary (Llama 4's attention_chunk_size)."""
 
-    chunk: int = 0
+    kv_heads: int
+    head_dim: int
+    chunk: int
     kind: ClassVar[str] = "chunked"
+    drops_old_tokens: ClassVar[bool] = True
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(min(self.chunk + max_num_batched_tokens, context), block_size)
@@ -77,7 +152,12 @@ class LatentAttention:
     latent_dim: int
     kind: ClassVar[str] = "mla"
     holds_kv: ClassVar[bool] = True
-    kv_heads: ClassVar[int] = 1
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = True
+
+    @property
+    def kv_heads(self) -> int:
+        return 1
 
     @property
     def head_dim(self) -> int:
@@ -101,6 +181,14 @@ class LatentAttention:
     def describe(self) -> str:
         return f"MLA latent {self.latent_dim}"
 
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        total = layers * self.page_bytes(block_size, kv_bytes, tp)
+        return (f"{layers} layers x {self.latent_dim} latent x {block_size} tokens x {kv_bytes} B = {total:,} B "
+                "(MLA: no K/V factor, whole on every rank)")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.latent_attention()
+
 
 @dataclass(frozen=True)
 class StateOnly:
@@ -109,8 +197,16 @@ class StateOnly:
     state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
     kind: ClassVar[str] = "none"
     holds_kv: ClassVar[bool] = False
-    kv_heads: ClassVar[int] = 0
-    head_dim: ClassVar[int] = 0
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
+
+    @property
+    def kv_heads(self) -> int:
+        return 0
+
+    @property
+    def head_dim(self) -> int:
+        return 0
 
     def heads_per_rank(self, tp: int) -> int:
         return 0
@@ -131,5 +227,8 @@ class StateOnly:
         state = f", state {self.state_bytes} B/seq" if self.state_bytes else ""
         return f"no KV (state only{state})"
 
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        return f"0 B ({layers} state-only layers: a fixed state per sequence, no per-token KV)"
 
-Layer = FullAttention | SlidingWindow | ChunkedLocal | LatentAttention | StateOnly
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.state_mixer()

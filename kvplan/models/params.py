@@ -3,9 +3,11 @@ Exact for the families whose layout was checked against published counts (see te
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import LatentAttention, Layer, StateOnly
+from kvplan.models.layers import Layer
 from kvplan.models.model import MoE, ParamCount
 
 
@@ -21,14 +23,15 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
         vocab = -(-vocab // pad) * pad
 
     decoder = experts = 0
+    mixers = _Mixers(lm, family, hidden, heads, intermediate)
     for index, layer in enumerate(layers):
-        if isinstance(layer, StateOnly):
-            decoder += _mamba_mixer(lm, hidden, intermediate) + norm
+        decoder += layer.mixer_params(mixers)
+        if not layer.has_mlp:
+            decoder += norm
             continue
-        attention = _attention(lm, family, hidden, heads, layer)
         mlp, expert_part = _mlp(lm, family, hidden, intermediate, moe, index)
         experts += expert_part
-        decoder += attention + mlp + norms_per_layer * norm
+        decoder += mlp + norms_per_layer * norm
 
     embeddings = vocab * hidden
     if family.position_rows_extra is not None:
@@ -49,8 +52,37 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
                       experts=experts, vision=vision)
 
 
-def _attention(lm: ConfigFields, family: Family, hidden: int, heads: int, layer: Layer) -> int:
-    if isinstance(layer, LatentAttention):
+@dataclass(frozen=True)
+class _Mixers:
+    """The parameter rule of each kind of mixer, read from one config (a layers.MixerCounter)."""
+
+    lm: ConfigFields
+    family: Family
+    hidden: int
+    heads: int
+    intermediate: int
+
+    def kv_attention(self, kv_heads: int, head_dim: int) -> int:
+        lm, family, hidden, heads = self.lm, self.family, self.hidden, self.heads
+        qkv_bias = lm.flag("attention_bias", family.qkv_bias) if lm.has("attention_bias") else family.qkv_bias
+        o_bias = lm.flag("attention_bias", family.o_bias) if lm.has("attention_bias") else family.o_bias
+        if lm.has("bias"):  # Falcon's single switch for every linear layer
+            qkv_bias = o_bias = lm.flag("bias", False)
+        q_width = heads * head_dim
+        kv_width = kv_heads * head_dim
+        total = hidden * (q_width + 2 * kv_width) + q_width * hidden
+        if qkv_bias:
+            total += q_width + 2 * kv_width
+        if o_bias:
+            total += hidden
+        if family.qk_norm:
+            total += 2 * head_dim
+        if family.attention_sinks:
+            total += heads
+        return total
+
+    def latent_attention(self) -> int:
+        lm, hidden, heads = self.lm, self.hidden, self.heads
         kv_lora = lm.integer("kv_lora_rank")
         rope = lm.integer("qk_rope_head_dim", 0, minimum=0)
         nope = lm.integer("qk_nope_head_dim", 0, minimum=0)
@@ -60,22 +92,17 @@ def _attention(lm: ConfigFields, family: Family, hidden: int, heads: int, layer:
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
                 + heads * v_dim * hidden)
-    qkv_bias = lm.flag("attention_bias", family.qkv_bias) if lm.has("attention_bias") else family.qkv_bias
-    o_bias = lm.flag("attention_bias", family.o_bias) if lm.has("attention_bias") else family.o_bias
-    if lm.has("bias"):  # Falcon's single switch for every linear layer
-        qkv_bias = o_bias = lm.flag("bias", False)
-    q_width = heads * layer.head_dim
-    kv_width = layer.kv_heads * layer.head_dim
-    total = hidden * (q_width + 2 * kv_width) + q_width * hidden
-    if qkv_bias:
-        total += q_width + 2 * kv_width
-    if o_bias:
-        total += hidden
-    if family.qk_norm:
-        total += 2 * layer.head_dim
-    if family.attention_sinks:
-        total += heads
-    return total
+
+    def state_mixer(self) -> int:
+        lm, hidden, intermediate = self.lm, self.hidden, self.intermediate
+        state = lm.integer(("state_size", "mamba_d_state", "ssm_state_size"), 16)
+        conv = lm.integer(("conv_kernel", "mamba_d_conv"), 4)
+        dt_rank = lm.optional_int("time_step_rank") or -(-hidden // 16)
+        conv_bias = intermediate if lm.flag("use_conv_bias", True) else 0
+        proj_bias = 2 * intermediate + hidden if lm.flag("use_bias", False) else 0
+        return (hidden * 2 * intermediate + intermediate * conv + conv_bias
+                + intermediate * (dt_rank + 2 * state) + dt_rank * intermediate + intermediate
+                + intermediate * state + intermediate + intermediate * hidden + proj_bias)
 
 
 def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: MoE | None,
@@ -99,17 +126,6 @@ def _dense_mlp(family: Family, hidden: int, size: int) -> int:
     if family.gated_mlp:
         return 3 * hidden * size + ((2 * size + hidden) if family.mlp_bias else 0)
     return 2 * hidden * size + ((size + hidden) if family.mlp_bias else 0)
-
-
-def _mamba_mixer(lm: ConfigFields, hidden: int, intermediate: int) -> int:
-    state = lm.integer(("state_size", "mamba_d_state", "ssm_state_size"), 16)
-    conv = lm.integer(("conv_kernel", "mamba_d_conv"), 4)
-    dt_rank = lm.optional_int("time_step_rank") or -(-hidden // 16)
-    conv_bias = intermediate if lm.flag("use_conv_bias", True) else 0
-    proj_bias = 2 * intermediate + hidden if lm.flag("use_bias", False) else 0
-    return (hidden * 2 * intermediate + intermediate * conv + conv_bias
-            + intermediate * (dt_rank + 2 * state) + dt_rank * intermediate + intermediate
-            + intermediate * state + intermediate + intermediate * hidden + proj_bias)
 
 
 def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
