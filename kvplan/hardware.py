@@ -1,8 +1,9 @@
-"""The GPU catalogue (data/gpus.yaml beside this package) and lookup by id, alias or name."""
+"""The GPU catalogue (data/gpus.json beside this package) and lookup by id, alias or name. JSON rather than YAML:
+the estimate path reads it on every run, and importing a YAML parser costs more than the lookup itself."""
 
 from __future__ import annotations
 
-import difflib
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from kvplan.errors import KvplanError
 
-CATALOGUE = Path(__file__).parent / "data" / "gpus.yaml"
+CATALOGUE = Path(__file__).parent / "data" / "gpus.json"
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,7 @@ def _normalize(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def catalogue() -> tuple[Gpu, ...]:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    entries = yaml.load(CATALOGUE.read_text(encoding="utf-8"), Loader=loader)
+    entries = json.loads(CATALOGUE.read_text(encoding="utf-8"))["gpus"]
     return tuple(
         Gpu(id=e["id"], name=e["name"], aliases=tuple(e.get("aliases") or ()), vendor=e["vendor"],
             memory_bytes=int(e["memory_bytes"]), memory_precision=e["memory_precision"],
@@ -61,15 +59,27 @@ def _index() -> dict[str, Gpu]:
     return index
 
 
+def _prefixed(key: str) -> list[Gpu]:
+    """Catalogue entries with an id, name or alias that starts with `key` (normalized), in catalogue order."""
+    return [gpu for gpu in catalogue()
+            if key and any(_normalize(n).startswith(key) for n in (gpu.id, gpu.name, *gpu.aliases))]
+
+
 def find_gpu(name: str) -> Gpu:
-    gpu = _index().get(_normalize(name))
+    """An exact id, name or alias; a name that only starts several entries ('a100') is refused, not guessed."""
+    key = _normalize(name)
+    gpu = _index().get(key)
     if gpu is not None:
         return gpu
+    prefixed = _prefixed(key)
+    if len(prefixed) > 1:
+        raise KvplanError(f"{name!r} matches several GPUs: {', '.join(g.id for g in prefixed)}; pick one", "--gpu")
+    import difflib  # only for the error message
+
     ids = [g.id for g in catalogue()]
-    close = difflib.get_close_matches(name.lower(), ids, n=3, cutoff=0.4)
-    close += [g for g in difflib.get_close_matches(_normalize(name), list(_index()), n=3, cutoff=0.6)
-              if _index()[g].id not in close]
-    names = list(dict.fromkeys(_index()[c].id if c in _index() else c for c in close))[:3]
+    close = [g.id for g in prefixed] + difflib.get_close_matches(name.lower(), ids, n=3, cutoff=0.4)
+    close += [_index()[g].id for g in difflib.get_close_matches(key, list(_index()), n=3, cutoff=0.6)]
+    names = list(dict.fromkeys(close))[:3]
     hint = f"; did you mean {', '.join(names)}?" if names else ""
     raise KvplanError(f"unknown GPU {name!r}{hint} (kvplan gpus lists them; --gpu-memory SIZE works for any "
                       "device)", "--gpu")

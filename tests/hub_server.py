@@ -9,7 +9,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
-COMMITS = {"main": "a" * 40, "v1.0": "b" * 40}
+# Commit hashes as the Hub sends them in X-Repo-Commit: 40 hex digits, a different one per revision.
+COMMITS = {revision: hashlib.sha1(f"kvplan test commit {revision}".encode()).hexdigest() for revision in ("main", "v1.0")}
 
 
 class FakeHub:

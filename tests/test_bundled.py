@@ -95,10 +95,40 @@ def test_import_bad_config_writes_nothing(user_spec_dir, tmp_path):
     assert not user_spec_dir.exists() or not any(user_spec_dir.iterdir())
 
 
-def test_lookup_order_is_shown():
+def test_lookup_order_local_path_then_user_then_bundled_then_hub(user_spec_dir, tmp_path):
+    """The same name, found at each level in turn: a local path beats a user spec, which beats a bundled spec,
+    which beats the Hub (the Hub is not even asked)."""
     import os
 
-    shown = json.loads(run("models", "show", "Qwen/Qwen2.5-7B", "--json", env={**os.environ}).stdout)
-    assert shown["lookup_order"] == ["local path", "user specs", "bundled specs", "Hugging Face cache",
-                                     "Hugging Face Hub"]
-    assert shown["source"]["kind"] == "bundled"
+    from hub_server import FakeHub
+
+    def layers_and_kind(cwd):
+        result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "models", "show", "Qwen/Qwen2.5-7B", "--json"],
+                                capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        shown = json.loads(result.stdout)
+        assert shown["lookup_order"] == list(sources.LOOKUP_ORDER)
+        return shown["num_layers"], shown["source"]["kind"]
+
+    def config_with(layers):
+        config = json.loads((CONFIGS / "Qwen__Qwen2.5-7B.json").read_text())
+        config["num_hidden_layers"] = layers
+        return json.dumps(config)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with FakeHub() as hub:
+        hub.files[("Qwen/Qwen2.5-7B", "main")] = config_with(3).encode()  # what the Hub would say
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf-home")}
+        assert layers_and_kind(elsewhere) == (28, "bundled")  # the bundled Qwen2.5-7B has 28 layers
+        user_config = tmp_path / "user-config.json"
+        user_config.write_text(config_with(14))
+        imported = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "models", "import", str(user_config), "--id",
+                                   "Qwen/Qwen2.5-7B"], capture_output=True, text=True, timeout=60, env=env)
+        assert imported.returncode == 0, imported.stderr
+        assert layers_and_kind(elsewhere) == (14, "user")
+        local = elsewhere / "Qwen" / "Qwen2.5-7B"
+        local.mkdir(parents=True)
+        (local / "config.json").write_text(config_with(7))
+        assert layers_and_kind(elsewhere) == (7, "local")  # run where ./Qwen/Qwen2.5-7B/config.json exists
+        assert hub.requests == []

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import CONFIGS
@@ -20,13 +22,15 @@ STORED_BYTES = 1_804_459_584 * 2 + 10_152_345_600
 LLAMA = (CONFIGS / "meta-llama__Llama-3.1-8B.json").read_bytes()
 
 
-def kvplan(args, env_extra, tmp_path):
+def kvplan(args, env_extra, tmp_path, timeout=60):
+    """kvplan in a fresh process with its own Hugging Face cache; an env_extra value of None unsets that variable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update({"HF_HOME": str(tmp_path / "hf-home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
                 "HF_HUB_DISABLE_TELEMETRY": "1",
                 "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3", **env_extra})
+    env = {k: v for k, v in env.items() if v is not None}
     return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True, env=env,
-                          timeout=60)
+                          timeout=timeout)
 
 
 @pytest.fixture
@@ -41,8 +45,9 @@ def hub():
         yield server
 
 
-def show(model, hub_url, tmp_path, *extra, env=None):
-    return kvplan(["models", "show", model, "--json", *extra], {"HF_ENDPOINT": hub_url, **(env or {})}, tmp_path)
+def show(model, hub_url, tmp_path, *extra, env=None, timeout=60):
+    return kvplan(["models", "show", model, "--json", *extra], {"HF_ENDPOINT": hub_url, **(env or {})}, tmp_path,
+                  timeout)
 
 
 def test_download_success(hub, tmp_path):
@@ -74,17 +79,86 @@ def test_gated_and_unauthorized(hub, tmp_path):
 
 
 def test_not_found_lists_close_bundled_ids(hub, tmp_path):
-    result = show("Qwen/Qwen2.5-7B-Instrct", hub.url, tmp_path)
+    result = show("Qwen/Qwen2.5-7B-Instrct", hub.url, tmp_path)  # not bundled, and the server answers 404
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "not found" in result.stderr and "Qwen/Qwen2.5-7B-Instruct" in result.stderr
+    assert "repo not found" in result.stderr and "did you mean Qwen/Qwen2.5-7B-Instruct" in result.stderr
+    assert "HEAD /Qwen/Qwen2.5-7B-Instrct/resolve/main/config.json" in hub.requests
 
 
-def test_server_down(tmp_path):
+# The library's defaults, as a user has them: no telemetry switch and no timeouts set.
+DEFAULTS = {"HF_HUB_DISABLE_TELEMETRY": None, "HF_HUB_ETAG_TIMEOUT": None, "HF_HUB_DOWNLOAD_TIMEOUT": None}
+
+
+def test_server_down_answers_within_five_seconds(tmp_path):
+    # Before: huggingface_hub retried the failed request five times with backoff, 24 s on a closed port.
     with FakeHub() as server:
-        url = server.url
-    result = show("acme/private-qwen", url, tmp_path)
+        url = server.url  # the port is closed once the server has shut down
+    result = show("acme/private-qwen", url, tmp_path, env=DEFAULTS, timeout=5)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "unreachable" in result.stderr and "bundled id" in result.stderr
+    assert "unreachable (ConnectError)" in result.stderr and "bundled id" in result.stderr
+
+
+def test_silent_server_answers_within_five_seconds(tmp_path):
+    # A Hub (or proxy) that accepts the connection and never answers: kvplan waits 3 s for its one request. Without
+    # HF_HUB_DISABLE_TELEMETRY, huggingface_hub 2.x would first spend 3 s on an agent-registry request.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        start = time.monotonic()
+        result = show("acme/private-qwen", url, tmp_path, env=DEFAULTS, timeout=5)
+        waited = time.monotonic() - start
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "no answer within 3 s" in result.stderr and "HF_HUB_ETAG_TIMEOUT" in result.stderr
+    assert waited >= 3  # it did wait for the answer, the full 3 s
+
+
+def test_server_down_after_a_download_uses_the_cache(tmp_path):
+    with FakeHub() as server:
+        server.files[("acme/private-qwen", "main")] = QWEN
+        first = show("acme/private-qwen", server.url, tmp_path)
+        url = server.url
+    assert first.returncode == 0, first.stderr
+    again = show("acme/private-qwen", url, tmp_path, env=DEFAULTS, timeout=5)
+    assert again.returncode == 0, again.stderr
+    spec = json.loads(again.stdout)
+    assert spec["source"]["kind"] == "hub-cache" and spec["num_layers"] == 28
+
+
+@pytest.mark.parametrize(("model", "says"), [
+    ("acme/private-qwen ", "leading or trailing whitespace (did you mean 'acme/private-qwen'?)"),
+    ("acme/-private-qwen", "'-private-qwen' starts or ends with '-' or '.'"),
+    ("acme/private-qwen@main", "pass 'acme/private-qwen' with --revision main"),
+    ("acme//private-qwen", "it has an empty part"),
+    ("acme/../private-qwen", "no such file or directory"),
+    ("acme/private..qwen", "it contains '..' or '--'"),
+    ("acme/private-qwen/extra", "more than one '/'"),
+    ("acme/private qwen", "'private qwen' has characters other than letters"),
+    ("acme/private-qwen.git", "ends in '.git'"),
+])
+def test_ids_that_cannot_be_repo_ids_fail_before_any_request(hub, tmp_path, model, says):
+    result = show(model, hub.url, tmp_path, timeout=5)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert says in result.stderr
+    assert hub.requests == []
+
+
+@pytest.mark.parametrize("repo_id", ["acme/private-qwen", "a/b", "Org_1/Name.v2-x", "acme/_x_", "acme/x-", "acme/.x",
+                                     "acme/x..y", "acme/x--y", "acme/x.git", "acme/x y", "acme/café", "a" * 97 + "/b",
+                                     "acme/" + "n" * 96, "acme/-", "acme/_"])
+def test_repo_id_rule_is_the_hubs(repo_id):
+    # kvplan checks ids itself (no huggingface_hub import on the local paths); it must agree with the library
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    from kvplan.models.sources import repo_id_problem
+
+    try:
+        validate_repo_id(repo_id)
+        hub_accepts = True
+    except HFValidationError:
+        hub_accepts = False
+    assert (repo_id_problem(repo_id) is None) == hub_accepts
 
 
 def test_offline_with_and_without_cache(hub, tmp_path):
@@ -106,8 +180,15 @@ def test_estimate_from_hub(hub, tmp_path):
     assert json.loads(result.stdout)["capacity"]["num_blocks"] == 8_501  # the seed example, via the Hub
 
 
-def test_commit_headers_are_the_hubs():
-    assert all(len(c) == 40 for c in COMMITS.values())
+def test_snapshot_folder_is_the_commit_the_server_sent(hub, tmp_path):
+    # huggingface_hub files a download under snapshots/<X-Repo-Commit> and records the branch in refs/<revision>
+    for revision in ("main", "v1.0"):
+        assert show("acme/private-qwen", hub.url, tmp_path, "--revision", revision).returncode == 0
+    repo = tmp_path / "hf-home" / "hub" / "models--acme--private-qwen"
+    assert sorted(p.name for p in (repo / "snapshots").iterdir()) == sorted(COMMITS.values())
+    for revision, commit in COMMITS.items():
+        assert (repo / "refs" / revision).read_text() == commit
+        assert (repo / "snapshots" / commit / "config.json").is_file()
 
 
 def test_quantized_weights_from_safetensors_metadata_and_cached(hub, tmp_path):
@@ -123,3 +204,11 @@ def test_quantized_weights_from_safetensors_metadata_and_cached(hub, tmp_path):
     assert offline.returncode == 0, offline.stderr
     assert json.loads(offline.stdout)["memory"]["weights_bytes"] == weights
     assert len(hub.requests) == requests_before
+
+
+def test_timeout_variable_that_huggingface_hub_cannot_read(hub, tmp_path):
+    # huggingface_hub reads HF_HUB_ETAG_TIMEOUT with int() on import: '2.5' would be a ValueError traceback
+    result = show("acme/private-qwen", hub.url, tmp_path, env={"HF_HUB_ETAG_TIMEOUT": "2.5"})
+    assert result.returncode == 2
+    assert result.stderr == "kvplan: error: HF_HUB_ETAG_TIMEOUT: must be a whole number of seconds, got '2.5'\n"
+    assert hub.requests == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -18,36 +19,54 @@ from kvplan.models.model import ModelSpec, spec_to_dict
 app = typer.Typer(help="Bundled and user model specs.", no_args_is_help=True)
 
 
-def _row(spec: ModelSpec) -> dict[str, object]:
+def served_dtype(spec: ModelSpec) -> str:
+    """The dtype `kvplan estimate` serves SPEC in with default flags (float32 and fp8 checkpoints in bfloat16), which
+    is also the KV cache's dtype: the engines' own rule, so that the list shows what an estimate uses."""
+    from kvplan.deployment import Deployment
+    from kvplan.engines.common import model_dtype
+
+    served = model_dtype(spec, Deployment())
+    return served[0] if isinstance(served, tuple) else served  # (dtype, note) since the engines' refactor
+
+
+def _row(spec: ModelSpec, label: str) -> dict[str, object]:
     from kvplan.units import dtype_bytes
 
+    kv_dtype = served_dtype(spec)
     try:
-        kv_bytes = dtype_bytes(spec.dtype)
+        kv_bytes = dtype_bytes(kv_dtype)
     except KvplanError:
         kv_bytes = 2
     return {"id": spec.id, "layers": spec.num_layers, "kv_layers": spec.num_kv_layers,
             "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim, "attention": spec.attention,
             "params": spec.params.total, "params_exact": spec.params.exact, "dtype": spec.dtype,
-            "kv_bytes_per_token": spec.kv_bytes_per_token(kv_bytes), "source": spec.source.kind}
+            "kv_dtype": kv_dtype, "kv_bytes_per_token": spec.kv_bytes_per_token(kv_bytes), "source": label}
 
 
 @app.command("list", help="Table of bundled and user specs.")
 def list_models(json_output: JsonFlag = False) -> None:
-    rows = [_row(sources.read_spec_file(f)) for f in sources.spec_files()]
+    rows = []
+    for spec_file in sources.spec_files():
+        try:
+            rows.append(_row(sources.read_spec_file(spec_file), spec_file.label))
+        except KvplanError as exc:  # one broken user spec must not hide the others
+            sys.stderr.write(f"kvplan: note: skipped {spec_file.kind} spec: {' '.join(str(exc).split())}\n")
     if json_output:
         print_json(rows)
         return
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} model specs (KV bytes per token at the model's dtype, all layers)")
-    for column in ("id", "layers", "KV layers", "KV heads", "head dim", "attention", "params", "KV B/token"):
-        table.add_column(column, justify="left" if column in ("id", "attention") else "right")
+    table = Table(title=f"{len(rows)} model specs (KV bytes per token at the dtype estimate serves them in, all "
+                        "layers; float32 and fp8 checkpoints in bfloat16)")
+    for column in ("id", "layers", "KV layers", "KV heads", "head dim", "attention", "params", "KV B/token",
+                   "source"):
+        table.add_column(column, justify="left" if column in ("id", "attention", "source") else "right")
     for r in rows:
         params = f"{r['params']:,}" + ("" if r["params_exact"] else "~")
         table.add_row(str(r["id"]), str(r["layers"]), str(r["kv_layers"]), str(r["kv_heads"]), str(r["head_dim"]),
-                      str(r["attention"]), params, f"{r['kv_bytes_per_token']:,}")
-    console.print(table)
-    console.print("[dim]~ = parameter count derived from the config layout, not checked against a published "
+                      str(r["attention"]), params, f"{r['kv_bytes_per_token']:,}", str(r["source"]))
+    console().print(table)
+    console().print("[dim]~ = parameter count derived from the config layout, not checked against a published "
                   f"count. User specs: {sources.user_dir()} (${sources.USER_SPEC_DIR_ENV})[/dim]")
 
 
@@ -56,33 +75,37 @@ def show(model: ModelArg, json_output: JsonFlag = False, revision: RevisionOpt =
          token: TokenOpt = None) -> None:
     spec = sources.resolve(model, revision, token)
     data = spec_to_dict(spec)
+    label = spec.source.kind
+    if label == "user" and sources.overrides_bundled(spec.id):
+        label = "user (overrides bundled)"
+    data["source"]["label"] = label
     data["lookup_order"] = list(sources.LOOKUP_ORDER)
     if json_output:
         print_json(data)
         return
-    console.print(f"[bold]{spec.id}[/bold]  ({spec.architecture}, model_type {spec.model_type})")
-    console.print(f"source: {spec.source.kind}: {spec.source.location}"
+    console().print(f"[bold]{spec.id}[/bold]  ({spec.architecture}, model_type {spec.model_type})")
+    console().print(f"source: {label}: {spec.source.location}"
                   + (f" @ {spec.source.revision}" if spec.source.revision else ""))
-    console.print(f"lookup order: {' -> '.join(sources.LOOKUP_ORDER)}")
+    console().print(f"lookup order: {' -> '.join(sources.LOOKUP_ORDER)}")
     exact = "exact" if spec.params.exact else "derived, not checked against a published count"
-    console.print(f"parameters: {spec.params.total:,} ({exact}); dtype {spec.dtype}; "
+    console().print(f"parameters: {spec.params.total:,} ({exact}); dtype {spec.dtype}; "
                   f"max context {spec.max_context:,}")
-    console.print(f"layers: {spec.num_layers} ({spec.num_kv_layers} hold KV); hidden {spec.hidden_size}; "
+    console().print(f"layers: {spec.num_layers} ({spec.num_kv_layers} hold KV); hidden {spec.hidden_size}; "
                   f"heads {spec.num_attention_heads}; vocab {spec.vocab_size:,}")
     for run in data["layers"]:
         last = run["first"] + run["count"] - 1
         fields = ", ".join(f"{k} {v}" for k, v in run.items() if k not in ("first", "count", "kind"))
-        console.print(f"  layers {run['first']}-{last}: {run['kind']}" + (f" ({fields})" if fields else ""))
-    console.print(f"KV bytes per token at 16-bit: {spec.kv_bytes_per_token(2):,}")
+        console().print(f"  layers {run['first']}-{last}: {run['kind']}" + (f" ({fields})" if fields else ""))
+    console().print(f"KV bytes per token at 16-bit: {spec.kv_bytes_per_token(2):,}")
     if spec.moe:
         m = spec.moe
-        console.print(f"MoE: {m.num_experts} experts, {m.experts_per_token} per token, width "
+        console().print(f"MoE: {m.num_experts} experts, {m.experts_per_token} per token, width "
                       f"{m.expert_intermediate_size}, shared {m.shared_experts}, dense layers {list(m.dense_layers)}")
     if spec.quantization:
         q = spec.quantization
-        console.print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}")
+        console().print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}")
     for note in spec.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console().print(f"[yellow]note:[/yellow] {note}")
 
 
 @app.command("import", help="Write a trimmed spec from a full config.json into the user spec directory.")
@@ -102,8 +125,9 @@ def import_spec(
         raise KvplanError("no such config.json", str(config_path))
     data = load_json(config_path.read_bytes(), str(config_path))
     name = model_id or sources.name_from_config(data)
-    if not name or "/" not in name:
+    if not name:
         raise KvplanError("cannot tell the model id from the config; pass --id org/name", str(config_path))
+    sources.check_spec_id(name, "--id" if model_id else f"{config_path} (_name_or_path; pass --id org/name)")
     if params is not None and params <= 0:
         raise KvplanError(f"must be positive, got {params}", "--params")
     accessed: set[tuple[str, ...]] = set()
@@ -121,4 +145,4 @@ def import_spec(
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(text)
     os.replace(temp, target)
-    console.print(f"wrote {target}")
+    console().print(f"wrote {target}")

@@ -8,7 +8,7 @@ from typing import Any
 from kvplan.errors import KvplanError
 from kvplan.models import params as param_count
 from kvplan.models.families import Family, family_of
-from kvplan.models.fields import ConfigFields
+from kvplan.models.fields import MAX_CONTEXT, ConfigFields
 from kvplan.models.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 
@@ -40,6 +40,8 @@ def load_json(raw: bytes, where: str) -> dict[str, Any]:
         raise KvplanError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", where) from None
     except RecursionError:
         raise KvplanError("JSON nested too deeply", where) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise KvplanError(f"invalid JSON: {str(exc).split(':')[0]}", where) from None
     if not isinstance(data, dict):
         raise KvplanError(f"expected a JSON object at the top level, got {type(data).__name__}", where)
     return data
@@ -215,7 +217,11 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"))
     if not experts or experts < 2:
         return None
-    per_token = lm.integer(("num_experts_per_tok", "experts_per_token", "moe_topk"), 1)
+    per_token_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk")
+    per_token = lm.integer(per_token_keys, 1)
+    if per_token > experts:
+        raise lm.fail(lm.first_key(per_token_keys) or per_token_keys[0],
+                      f"({per_token}) is more than the {experts} experts")
     expert_size = lm.optional_int("moe_intermediate_size") or intermediate
     shared = lm.optional_int("n_shared_experts", minimum=0) or 0
     shared_size = shared * expert_size
@@ -282,4 +288,7 @@ def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:
             if rope_type == "yarn":
                 length = scaled.integer("original_max_position_embeddings", length)
             length = int(length * factor)
+            if length > MAX_CONTEXT:
+                raise scaled.fail("factor", f"({factor:g}) scales the context to {length:,} tokens, beyond any "
+                                            f"real model (at most {MAX_CONTEXT:,})")
     return length, None

@@ -3,9 +3,9 @@ the Hub. huggingface_hub is imported only when nothing local matched."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,11 @@ class SpecFile:
     id: str
     path: Path
     kind: str  # "bundled" or "user"
+    overrides: bool = False  # a user spec under a bundled spec's id, used in its place
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} (overrides bundled)" if self.overrides else self.kind
 
 
 def spec_files() -> list[SpecFile]:
@@ -48,8 +53,16 @@ def spec_files() -> list[SpecFile]:
             continue
         for path in sorted(folder.glob("*.json")):
             model_id = path.stem.replace("__", "/")
-            found[model_id.lower()] = SpecFile(model_id, path, kind)
+            shadowed = found.get(model_id.lower())
+            found[model_id.lower()] = SpecFile(model_id, path, kind,
+                                               overrides=shadowed is not None and shadowed.kind == "bundled")
     return sorted(found.values(), key=lambda f: f.id.lower())
+
+
+def overrides_bundled(model_id: str) -> bool:
+    """Whether MODEL_ID names a user spec that takes the place of a bundled one."""
+    found = find_spec_file(model_id)
+    return found is not None and found.overrides
 
 
 def spec_file_name(model_id: str) -> str:
@@ -58,7 +71,11 @@ def spec_file_name(model_id: str) -> str:
 
 def read_spec_file(spec_file: SpecFile) -> ModelSpec:
     where = str(spec_file.path)
-    document = load_json(spec_file.path.read_bytes(), where)
+    try:
+        raw = spec_file.path.read_bytes()
+    except OSError as exc:
+        raise KvplanError(f"cannot read: {exc.strerror or exc}", where) from None
+    document = load_json(raw, where)
     meta = document.get("_kvplan")
     config = document.get("config")
     if not isinstance(meta, dict) or not isinstance(config, dict):
@@ -93,6 +110,8 @@ def find_spec_file(model: str) -> SpecFile | None:
 
 
 def close_ids(model: str, limit: int = 3) -> list[str]:
+    import difflib  # only for suggestions
+
     ids = [f.id for f in spec_files()]
     lowered = {i.lower(): i for i in ids}
     matches = difflib.get_close_matches(model.lower(), list(lowered), n=limit, cutoff=0.5)
@@ -132,17 +151,72 @@ def looks_like_path(model: str) -> bool:
     return model.startswith((".", "/", "~")) or model.endswith(".json") or os.sep in model.replace("/", "", 1)
 
 
+# The Hub's own rule, as huggingface_hub.utils.validate_repo_id states it: one or two parts of at most 96
+# characters, letters, digits, '-', '_' and '.', each part starting and ending with a letter, digit or '_';
+# no '--' or '..' anywhere and no '.git' at the end. kvplan also wants the 'org/' part.
+_REPO_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,94}[A-Za-z0-9_])?")
+
+
+def repo_id_problem(model: str) -> str | None:
+    """Why MODEL cannot be a Hub repo id (org/name), or None when it can."""
+    if model != model.strip():
+        return f"it has leading or trailing whitespace (did you mean {model.strip()!r}?)"
+    if "@" in model:
+        name, _, rev = model.partition("@")
+        return f"a revision does not go in the id; pass {name!r} with --revision {rev or 'REVISION'}"
+    if "\\" in model:
+        return "it contains a backslash; a Hub id is org/name"
+    if ".." in model or "--" in model:
+        return "it contains '..' or '--', which the Hub does not allow"
+    if "/" not in model:
+        return "a Hub id is org/name"
+    if model.startswith("/") or model.endswith("/") or "//" in model:
+        return "it has an empty part; a Hub id is org/name"
+    if model.count("/") > 1:
+        return "it has more than one '/'; a Hub id is org/name"
+    if model.endswith(".git"):
+        return "it ends in '.git'; drop it"
+    for part in model.split("/"):
+        if len(part) > 96:
+            return f"{part[:20]!r}... is longer than the Hub's 96 characters"
+        if not _REPO_PART.fullmatch(part):
+            if part[0] in "-." or part[-1] in "-.":
+                return f"{part!r} starts or ends with '-' or '.', which the Hub does not allow"
+            return f"{part!r} has characters other than letters, digits, '-', '_' and '.'"
+    return None
+
+
+def check_spec_id(model_id: str, where: str) -> None:
+    """An id to store a user spec under: a Hub-style org/name, without the '__' that stands for '/' on disk."""
+    problem = repo_id_problem(model_id)
+    if problem is None and "__" in model_id:
+        problem = "it contains '__', which spec file names use for '/'"
+    if problem is not None:
+        raise KvplanError(f"{model_id!r} cannot be a spec id: {problem}", where)
+
+
 def resolve(model: str, revision: str | None = None, token: str | None = None) -> ModelSpec:
     """The spec for MODEL: a local path, a bundled or user id, or a Hub repo id."""
+    if not model.strip():
+        raise KvplanError("the model is empty; give a bundled id (kvplan models list), a config.json path or a Hub "
+                          "repo id")
     path = Path(model).expanduser()
     if path.exists():
         return read_local(path)
     if looks_like_path(model):
-        raise KvplanError("no such file or directory", model)
+        explicit = model.startswith((".", "/", "~")) or model.endswith(".json")
+        problem = None if explicit else repo_id_problem(model)
+        raise KvplanError("no such file or directory" + (f", and not a Hub repo id: {problem}" if problem else ""),
+                          model)
     if revision is None:
         spec_file = find_spec_file(model)
         if spec_file is not None:
             return read_spec_file(spec_file)
+    problem = repo_id_problem(model)
+    if problem is not None:  # before huggingface_hub is imported, and before any request
+        close = close_ids(model.strip()) if model == model.strip() and "@" not in model else []
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KvplanError(f"not a bundled id, a local path, or a Hub repo id: {problem}{hint}", repr(model))
     from kvplan.models import hub  # imports huggingface_hub; only reached when nothing local matched
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
