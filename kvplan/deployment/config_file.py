@@ -1,0 +1,128 @@
+"""vLLM `--config` YAML files: a mapping of vLLM flag names (dashes or underscores) to values, the model under
+`model:`, as `vllm serve --config` reads them. Read safely and boundedly, with each key's line kept so that an
+error names file, line and key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvplan.deployment.values import Draft
+from kvplan.errors import KvplanError
+
+MAX_FILE_BYTES = 2**20  # a deployment file is a few hundred bytes
+MAX_NODES = 100_000  # YAML aliases can make a small file expand into billions of values
+
+
+def read_text(path: str) -> str:
+    file = Path(path).expanduser()
+    try:
+        size = file.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise KvplanError(f"file is {size:,} bytes; a deployment file is a few KB, so this is not one", path)
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise KvplanError("no such file", path) from None
+    except IsADirectoryError:
+        raise KvplanError("is a directory, not a YAML file", path) from None
+    except OSError as exc:
+        raise KvplanError(f"cannot read: {exc.strerror}", path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KvplanError(f"not UTF-8 text (byte {exc.start}); expected YAML", path) from None
+
+
+def load_documents(text: str, where: str) -> list[tuple[Any, dict[str, int]]]:
+    """Every YAML document of the text, each with the line of each top-level key."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=loader))
+        for node in nodes:
+            _check_size(node, where)
+        values = list(yaml.load_all(text, Loader=loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise KvplanError(f"invalid YAML{line}: {exc.problem}", where) from None
+    except yaml.YAMLError as exc:
+        raise KvplanError(f"invalid YAML: {' '.join(str(exc).split())}", where) from None
+    except RecursionError:
+        raise KvplanError("YAML nested too deeply", where) from None
+    documents = []
+    for node, value in zip(nodes, values, strict=True):
+        lines: dict[str, int] = {}
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    lines.setdefault(str(key_node.value), key_node.start_mark.line + 1)
+        documents.append((value, lines))
+    return documents
+
+
+def _check_size(root: Any, where: str) -> None:
+    import yaml
+
+    seen = 0
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES or depth > 200:
+            raise KvplanError(f"YAML expands to more than {MAX_NODES:,} values or 200 levels (aliases?); "
+                              "not a deployment file", where)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+
+
+def read_config(path: str, engine: str = "vllm") -> Draft:
+    """A vLLM --config file as a Draft, every value's origin 'file:line: key'."""
+    documents = load_documents(read_text(path), path)
+    if len(documents) != 1:
+        raise KvplanError(f"expected one YAML document, found {len(documents)}", path)
+    mapping, lines = documents[0]
+    if mapping is None:
+        raise KvplanError("file is empty; expected a mapping of vLLM flags", path)
+    if not isinstance(mapping, dict):
+        raise KvplanError(f"expected a mapping of vLLM flag names to values, got {type(mapping).__name__}", path)
+    return draft_from_flags_mapping(mapping, path, engine, lines)
+
+
+def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, lines: dict[str, int]) -> Draft:
+    """Each key read as the flag `--key` with its value, as vLLM turns a --config file into arguments, so
+    that inert, renamed and unknown keys get the same treatment as on a command line."""
+    from kvplan.deployment.launch import parse_flags
+    from kvplan.deployment.values import field_for
+
+    draft = Draft()
+    for key, value in mapping.items():
+        origin = f"{path}:{lines.get(str(key), '?')}: {key}"
+        if str(key).replace("_", "-") == "config":
+            raise KvplanError("a --config file cannot name another config file", origin)
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            knob = field_for(str(key), engine)
+            if knob is not None and knob.kind == "bool":
+                draft.set(knob.name, value, origin)
+                continue
+            tokens = [flag]  # a false store_true flag is simply absent; it is still checked to be a real flag
+        elif isinstance(value, list):
+            tokens = [flag, *(json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value)]
+        elif isinstance(value, dict):
+            tokens = [flag, json.dumps(value)]
+        elif value is None:
+            continue
+        else:
+            tokens = [flag, str(value)]
+        parsed = parse_flags(tokens, engine, path, origin=origin)
+        if isinstance(value, bool) and not value:
+            parsed.values.clear()
+        draft.update(parsed)
+    return draft

@@ -1,0 +1,139 @@
+"""The Deployment: GPU, parallelism and engine knobs, one field per knob, each declared with its Knob. It is
+the only thing engines read; every front door (flags, a pasted launch command, a vLLM --config file, a
+mapping) builds one through deployment.values, which validates against these declarations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from typing import Any
+
+from kvplan.deployment.knobs import (
+    KV_CACHE_DTYPES,
+    MAX_GPUS,
+    MAX_TOKENS,
+    MODEL_DTYPES,
+    QUANTIZATION_METHODS,
+    Knob,
+    knob,
+)
+from kvplan.engines import NAMES as ENGINE_NAMES  # the registry holds the one list of engines
+
+
+@dataclass(frozen=True)
+class Deployment:
+    # what to plan for (kvplan's own fields, and vLLM's model and revision)
+    model: str | None = knob("str", "Model: bundled id, local config.json or directory, or Hub repo id.",
+                             engine_aliases={"sglang": ("model-path",), "trtllm": ("model-path",)})
+    revision: str | None = knob("str", "Hub branch, tag or commit of the model.")
+    engine: str = knob("str", "Serving engine whose budget rules apply.", "vllm", choices=ENGINE_NAMES,
+                       vllm_flag=False)
+    engine_version: str | None = knob("str", "Engine version; picks the era of vLLM's accounting.",
+                                      default_rule="the newest modelled version", aliases=("vllm-version",),
+                                      vllm_flag=False)
+    gpu: str | None = knob("str", "GPU catalogue id or alias (kvplan gpus lists them).", vllm_flag=False)
+    gpu_memory_bytes: int | None = knob("size", "Device memory, instead of a catalogue GPU.", minimum=2**20,
+                                        maximum=2**50, default_rule="the catalogue GPU's CUDA total",
+                                        aliases=("gpu-memory",), vllm_flag=False)
+    weights_memory_bytes: int | None = knob("size", "Measured weights per rank, instead of the derived size.",
+                                            minimum=0, maximum=2**50, aliases=("weights-memory",), vllm_flag=False)
+    reserve_bytes: int | None = knob("size", "simple engine: memory held back besides the weights.", minimum=0,
+                                     maximum=2**50, default_rule="1 GB", aliases=("reserve",), vllm_flag=False)
+    estimate_cudagraphs: bool | None = knob("bool", "vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS switch.",
+                                            default_rule="the era's default (on from v0.21)", vllm_flag=False)
+    # engine knobs, by vLLM's names
+    dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)
+    kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)
+    quantization: str | None = knob("str", "Weight quantization method.", default_rule="the checkpoint's own",
+                                    choices=QUANTIZATION_METHODS, short=("q",))
+    block_size: int | None = knob(
+        "int", "Tokens per KV block (page).", minimum=1, maximum=4096,
+        default_rule="vLLM 16 (MLA: 64 on Hopper, 128 on Blackwell), SGLang 1, TensorRT-LLM 32",
+        engine_aliases={"sglang": ("page-size",), "trtllm": ("tokens-per-block",)})
+    tensor_parallel_size: int = knob("int", "Tensor-parallel ranks.", 1, minimum=1, maximum=MAX_GPUS,
+                                     short=("tp",), engine_aliases={"sglang": ("tp-size", "tp"),
+                                                                    "trtllm": ("tp-size",)})
+    pipeline_parallel_size: int = knob("int", "Pipeline stages.", 1, minimum=1, maximum=MAX_GPUS, short=("pp",),
+                                       engine_aliases={"sglang": ("pp-size",), "trtllm": ("pp-size",)})
+    data_parallel_size: int = knob("int", "Data-parallel replicas, each with its own weights and KV pool.", 1,
+                                   minimum=1, maximum=MAX_GPUS, short=("dp",),
+                                   engine_aliases={"sglang": ("dp-size", "dp")})
+    gpu_memory_utilization: float | None = knob(
+        "float", "Share of GPU memory the engine may use.", minimum=0, maximum=1, exclusive_minimum=True,
+        default_rule="vLLM 0.92 from v0.21 (0.9 before); SGLang its mem_fraction_static heuristic; "
+                     "TensorRT-LLM 0.9 of the memory free after the weights", aliases=("device-memory-utilization",),
+        engine_aliases={"sglang": ("mem-fraction-static",),
+                        "trtllm": ("free-gpu-memory-fraction", "kv-cache-free-gpu-memory-fraction",
+                                   "kv-cache-free-gpu-mem-fraction")})
+    max_model_len: int | None = knob("int", "Longest request, prompt plus output, in tokens.", minimum=1,
+                                     maximum=MAX_TOKENS, default_rule="the model's own maximum",
+                                     engine_aliases={"sglang": ("context-length",), "trtllm": ("max-seq-len",)})
+    max_num_seqs: int | None = knob("int", "Most requests in one batch.", minimum=1, maximum=MAX_TOKENS,
+                                    default_rule="vLLM 1024 on >= 70 GiB GPUs other than A100, else 256",
+                                    engine_aliases={"sglang": ("max-running-requests",),
+                                                    "trtllm": ("max-batch-size",)})
+    max_num_batched_tokens: int | None = knob(
+        "int", "Most tokens in one scheduler step (the prefill chunk).", minimum=1, maximum=MAX_TOKENS,
+        default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048",
+        engine_aliases={"sglang": ("chunked-prefill-size",), "trtllm": ("max-num-tokens",)})
+    kv_cache_memory_bytes: int | None = knob("size", "KV pool per rank; vLLM then skips memory profiling.",
+                                             minimum=0, maximum=2**50, aliases=("kv-cache-memory",))
+    enforce_eager: bool = knob("bool", "No CUDA graphs.", False)
+    speculative_config: dict[str, Any] | None = knob("json", "Speculative decoding, as vLLM takes it (JSON).",
+                                                     short=("sc",))
+    hf_overrides: dict[str, Any] | None = knob("json", "Keys that replace those of the model's config.json (JSON).")
+    compilation_config: dict[str, Any] | int | None = knob(
+        "json", "torch.compile and CUDA-graph settings (JSON, or a level); accepted, not modelled.", short=("cc",),
+        json_level=True)
+    # How each field was given, as the user wrote it ("--max_model_len", "serve.yaml:3: max-model-len"), so that
+    # an error names what the user typed. Not part of the deployment's identity.
+    origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # What the front door noticed (flags accepted but not memory-relevant, renamed flags); shown with the plan.
+    notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from kvplan.deployment.values import check_value
+
+        for knob_ in knobs():
+            value = getattr(self, knob_.name)
+            if value is not None and value != knob_.default:
+                check_value(knob_, value, self.where(knob_.name))
+
+    def where(self, name: str) -> str:
+        """The knob as the user gave it, else its vLLM flag."""
+        return self.origins.get(name) or BY_NAME()[name].flag
+
+    def given(self, name: str) -> bool:
+        return name in self.origins
+
+    @property
+    def gpu_count(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    @classmethod
+    def from_mapping(cls, mapping: dict[str, Any], where: str = "deployment") -> Deployment:
+        from kvplan.deployment.values import from_mapping
+
+        return from_mapping(mapping, where)
+
+    @classmethod
+    def from_vllm_args(cls, args: list[str], where: str = "command line") -> Deployment:
+        """vLLM serve arguments (["--max-model-len", "32K", "-tp", "2"]) or a whole launch command."""
+        from kvplan.deployment.launch import parse_command
+
+        return parse_command(args, where).deployment()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k.name: getattr(self, k.name) for k in knobs()}
+
+
+@lru_cache(maxsize=1)
+def knobs() -> tuple[Knob, ...]:
+    from dataclasses import replace
+
+    return tuple(replace(f.metadata["knob"], name=f.name) for f in fields(Deployment) if "knob" in f.metadata)
+
+
+@lru_cache(maxsize=1)
+def BY_NAME() -> dict[str, Knob]:  # noqa: N802 - reads as the constant it caches
+    return {k.name: k for k in knobs()}

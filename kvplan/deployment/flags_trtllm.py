@@ -1,0 +1,199 @@
+"""The `trtllm-serve` command line (TensorRT-LLM's OpenAI server, a click command): the options that map onto
+kvplan's knobs, the ones kvplan ignores and the ones that change memory without being modelled.
+
+Read from NVIDIA/TensorRT-LLM main as stored in 2026: tensorrt_llm/commands/serve.py (the `serve` click command
+of the DefaultGroup `trtllm-serve`, which runs `serve` when the first word is not a subcommand, so
+`trtllm-serve MODEL ...` == `trtllm-serve serve MODEL ...`) and its audited option list
+tests/unittest/api_stability/references/trtllm_serve_cli.yaml (commit 029e223d, every option with its flags,
+type, default, is_flag and multiple), plus KvCacheConfig / BaseLlmArgs in tensorrt_llm/llmapi/llm_args.py for
+the YAML keys. The PyPI package (tensorrt-llm 1.2.1) is a stub whose wheel lives off PyPI, so no release wheel
+was read.
+
+Pure data, imported on kvplan's startup path: literals only.
+"""
+
+from __future__ import annotations
+
+# Arity, as in flags_vllm: "value" one value (a `multiple=True` option takes one per use and may repeat),
+# "bool" a click is_flag option (no value; `--flag=true` is refused), "bool+no" a `--x/--no-x` flag pair.
+ARITY_KINDS: tuple[str, ...] = ("value", "bool", "bool+no", "optional", "list")
+
+# The model is a positional click argument: `trtllm-serve MODEL [options]` (options may come before it too).
+# There is no --model option on `serve`.
+MODEL_POSITIONAL: bool = True
+
+# Spelling: trtllm-serve declares its options with underscores (--max_batch_size, --tp_size) and click does no
+# dash/underscore normalization (no token_normalize_func in context_settings), so `--max-batch-size` is refused
+# with "No such option ... Did you mean '--max_batch_size'?". Exceptions spelled with dashes: --generation-config,
+# --no-telemetry (the pair --telemetry/--no-telemetry). `--opt=value` works. Click never accepts prefixes.
+UNDERSCORES_ACCEPTED: bool = True
+DASHES_ACCEPTED: bool = False
+ABBREVIATIONS_ALLOWED: bool = False
+
+# Keys below are in dash form (the form a normalizing parser looks up); NATIVE gives each one as trtllm-serve
+# itself spells it, so a strict reader can refuse the other spelling.
+NATIVE: dict[str, str] = {
+    "agent-percentage": "--agent_percentage",
+    "agent-types": "--agent_types",
+    "allow-request-chat-template": "--allow_request_chat_template",
+    "backend": "--backend",
+    "chat-template": "--chat_template",
+    "cluster-size": "--cluster_size",
+    "config": "--config",
+    "context-parallel-size": "--context_parallel_size",
+    "cp-size": "--cp_size",
+    "custom-module-dirs": "--custom_module_dirs",
+    "custom-tokenizer": "--custom_tokenizer",
+    "disagg-cluster-uri": "--disagg_cluster_uri",
+    "enable-attention-dp": "--enable_attention_dp",
+    "enable-chunked-prefill": "--enable_chunked_prefill",
+    "enable-visual-gen": "--enable_visual_gen",
+    "ep-size": "--ep_size",
+    "extra-llm-api-options": "--extra_llm_api_options",
+    "fail-fast-on-attention-window-too-large": "--fail_fast_on_attention_window_too_large",
+    "free-gpu-memory-fraction": "--free_gpu_memory_fraction",
+    "generation-config": "--generation-config",
+    "gpus-per-node": "--gpus_per_node",
+    "grpc": "--grpc",
+    "hf-revision": "--hf_revision",
+    "host": "--host",
+    "kv-cache-dtype": "--kv_cache_dtype",
+    "kv-cache-free-gpu-memory-fraction": "--kv_cache_free_gpu_memory_fraction",
+    "log-level": "--log_level",
+    "max-batch-size": "--max_batch_size",
+    "max-beam-width": "--max_beam_width",
+    "max-num-tokens": "--max_num_tokens",
+    "max-seq-len": "--max_seq_len",
+    "media-io-kwargs": "--media_io_kwargs",
+    "metadata-server-config-file": "--metadata_server_config_file",
+    "middleware": "--middleware",
+    "moe-cluster-parallel-size": "--moe_cluster_parallel_size",
+    "moe-expert-parallel-size": "--moe_expert_parallel_size",
+    "num-input-processor-workers": "--num_input_processor_workers",
+    "num-media-load-workers": "--num_media_load_workers",
+    "num-postprocess-workers": "--num_postprocess_workers",
+    "num-serve-frontends": "--num_serve_frontends",
+    "otlp-traces-endpoint": "--otlp_traces_endpoint",
+    "pipeline-parallel-size": "--pipeline_parallel_size",
+    "port": "--port",
+    "post-processor-hook": "--post_processor_hook",
+    "pp-size": "--pp_size",
+    "reasoning-parser": "--reasoning_parser",
+    "report-addr": "--report_addr",
+    "revision": "--revision",
+    "served-model-name": "--served_model_name",
+    "server-role": "--server_role",
+    "telemetry": "--telemetry",
+    "no-telemetry": "--no-telemetry",
+    "tensor-parallel-size": "--tensor_parallel_size",
+    "tokenizer": "--tokenizer",
+    "tool-parser": "--tool_parser",
+    "tp-size": "--tp_size",
+    "trust-remote-code": "--trust_remote_code",
+    "video-pruning-rate": "--video_pruning_rate",
+    "visual-gen-args": "--visual_gen_args",
+}
+
+# Single-dash spellings of `serve`: none (-c, -m, -t, -r, -l belong to the `disaggregated` subcommand).
+SHORT: dict[str, str] = {}
+
+# Option -> (kvplan field, named as vLLM's flag with underscores; arity). Defaults in serve: max_batch_size
+# 2048, max_num_tokens 8192, max_seq_len None (from the model config), free_gpu_memory_fraction 0.9,
+# kv_cache_dtype auto (choices auto, fp8, nvfp4), tp/pp 1, ep None. All integers are plain click ints (no
+# suffixes). The memory fraction is TensorRT-LLM's: a share of the GPU memory still free after the weights and
+# activations are in place, not of the total as in vLLM. The block size (tokens_per_block, default 32) has no
+# trtllm-serve option: only the YAML (see EXTRA_OPTIONS_KNOBS).
+KNOBS: dict[str, tuple[str, str]] = {
+    "free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),
+    "kv-cache-free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),  # second name of the same option
+    "max-seq-len": ("max_model_len", "value"),
+    "max-batch-size": ("max_num_seqs", "value"),
+    "max-num-tokens": ("max_num_batched_tokens", "value"),
+    "tensor-parallel-size": ("tensor_parallel_size", "value"),
+    "tp-size": ("tensor_parallel_size", "value"),
+    "pipeline-parallel-size": ("pipeline_parallel_size", "value"),
+    "pp-size": ("pipeline_parallel_size", "value"),
+    # vLLM has no EP size (it derives EP = TP x DP from --enable-expert-parallel); TensorRT-LLM sets it directly.
+    "moe-expert-parallel-size": ("expert_parallel_size", "value"),
+    "ep-size": ("expert_parallel_size", "value"),
+    "kv-cache-dtype": ("kv_cache_dtype", "value"),
+    # choices pytorch (default) and _autodeploy; status "deprecated". The TensorRT-engine backend ('tensorrt',
+    # alias 'trt') accepted by older serve.py versions is no longer a choice.
+    "backend": ("backend", "value"),
+    # A YAML file of LLM-API arguments merged over the command line (update_llm_args_with_extra_dict); one option
+    # with two names.
+    "config": ("config", "value"),
+    "extra-llm-api-options": ("config", "value"),
+}
+
+# Keys of the --config / --extra_llm_api_options YAML (LLM-API argument names, nested with '.') that set the
+# same things -> kvplan field. kv_cache_config.max_gpu_total_bytes caps the KV pool in bytes (with
+# free_gpu_memory_fraction also set, the smaller wins), like vLLM's --kv-cache-memory-bytes.
+EXTRA_OPTIONS_KNOBS: dict[str, str] = {
+    "kv_cache_config.free_gpu_memory_fraction": "gpu_memory_utilization",
+    "kv_cache_config.tokens_per_block": "block_size",
+    "kv_cache_config.dtype": "kv_cache_dtype",
+    "kv_cache_config.max_gpu_total_bytes": "kv_cache_memory_bytes",
+    "max_seq_len": "max_model_len",
+    "max_batch_size": "max_num_seqs",
+    "max_num_tokens": "max_num_batched_tokens",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "moe_expert_parallel_size": "expert_parallel_size",
+    "dtype": "dtype",
+}
+
+# Every other `serve` option that does not change GPU memory for the KV cache, weights or activations -> arity.
+INERT: dict[str, str] = {
+    "agent-percentage": "value",
+    "agent-types": "value",
+    "allow-request-chat-template": "bool",
+    "chat-template": "value",
+    "custom-module-dirs": "value",  # multiple=True: repeat the option for more directories
+    "custom-tokenizer": "value",
+    "disagg-cluster-uri": "value",
+    "fail-fast-on-attention-window-too-large": "bool",  # deprecated; default now on
+    "generation-config": "value",  # spelled with a dash; choices auto, trtllm
+    "gpus-per-node": "value",
+    "grpc": "bool",
+    "host": "value",
+    "log-level": "value",
+    "media-io-kwargs": "value",
+    "metadata-server-config-file": "value",
+    "middleware": "value",  # multiple=True
+    "num-input-processor-workers": "value",
+    "num-media-load-workers": "value",
+    "num-postprocess-workers": "value",
+    "num-serve-frontends": "value",
+    "otlp-traces-endpoint": "value",
+    "port": "value",
+    "post-processor-hook": "value",
+    "reasoning-parser": "value",
+    "report-addr": "value",
+    "revision": "value",
+    "hf-revision": "value",  # second name of --revision
+    "served-model-name": "value",
+    "server-role": "value",
+    "telemetry": "bool+no",  # --telemetry/--no-telemetry, default on
+    "tokenizer": "value",
+    "tool-parser": "value",
+    "trust-remote-code": "bool",
+}
+
+# Options that change GPU memory in ways kvplan does not model: name -> (arity, what changes).
+NOTED: dict[str, tuple[str, str]] = {
+    "max-beam-width": ("value", "beam search: each request holds KV for every beam"),
+    "context-parallel-size": ("value", "context parallel: KV sharded over CP ranks"),
+    "cp-size": ("value", "context parallel: KV sharded over CP ranks"),
+    "moe-cluster-parallel-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
+    "cluster-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
+    "enable-attention-dp": ("bool", "attention data parallel: attention weights replicated, each rank holds its own KV"),
+    "enable-chunked-prefill": ("bool", "chunked context: prefill activations bounded by max_num_tokens"),
+    "enable-visual-gen": ("bool", "visual generation pipeline: its own weights and activations"),
+    "visual-gen-args": ("value", "settings of the visual generation pipeline"),
+    "video-pruning-rate": ("value", "prunes video tokens: smaller multimodal activations"),
+}
+
+# No option of today's `serve` is known to have been removed; older commands that fail are those passing
+# `--backend tensorrt` / `--backend trt` (a value, not a flag) or dash spellings.
+RENAMED: dict[str, tuple[str, str, bool, str]] = {}

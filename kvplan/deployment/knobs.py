@@ -1,0 +1,58 @@
+"""What a knob of a deployment is: its type, range, default rule, spellings and help. Each Deployment field
+carries one (deployment.declaration), so the fast validator (deployment.values) and the pydantic model of the
+file formats (deployment.schema) are built from the same declaration and cannot disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The kinds of value a knob holds, and how text is read into them.
+#   int: vLLM's human-readable integer (32K = 32,768, 25.6k = 25,600); float; str; bool;
+#   size: bytes, as an integer, a human-readable integer (24G = 24 GiB) or with a unit (24GB, 24GiB);
+#   json: a JSON object (a dict in a mapping, a JSON string on a command line).
+KINDS = ("int", "float", "str", "bool", "size", "json")
+
+MAX_GPUS = 4096  # more ranks than any deployment has; a bound against absurd input, not a rule of an engine
+MAX_TOKENS = 2**31 - 1  # a context or batch longer than this is not a real setting
+
+
+@dataclass(frozen=True)
+class Knob:
+    kind: str
+    help: str
+    default: Any = None  # None: the engine decides (default_rule says how)
+    default_rule: str = ""
+    choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False  # minimum itself is refused (utilization must be > 0)
+    aliases: tuple[str, ...] = ()  # other spellings on any engine, dash form without the leading dashes
+    short: tuple[str, ...] = ()  # single-dash spellings, e.g. "tp"
+    engine_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # spellings of one engine only
+    vllm_flag: bool = True  # a real `vllm serve` flag (False: kvplan's own, e.g. engine, gpu)
+    json_level: bool = False  # json knob that also takes a bare integer level (-O3)
+
+    name: str = ""  # the Deployment field it declares, filled in from the field: vLLM's flag with underscores
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+MODEL_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
+# vLLM's QUANTIZATION_METHODS (vllm/model_executor/layers/quantization/__init__.py); methods of other
+# engines are spelled the same where they exist.
+QUANTIZATION_METHODS = (
+    "awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "gptq_bitblas", "bitblas", "marlin",
+    "fp8", "fbgemm_fp8", "ptpc_fp8", "modelopt", "modelopt_fp4", "compressed-tensors", "bitsandbytes",
+    "gguf", "experts_int8", "moe_wna16", "mxfp4", "hqq", "quark", "torchao", "auto-round", "inc", "rtn",
+    "petit_nvfp4", "fp_quant", "tpu_int8", "ipex", "deepspeedfp",
+)
+
+
+
+def knob(kind: str, help: str, default: Any = None, **details: Any) -> Any:
+    """A Deployment field declared with its Knob."""
+    return field(default=default, metadata={"knob": Knob(kind, help, default, **details)})

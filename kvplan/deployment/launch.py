@@ -1,0 +1,327 @@
+"""Engine command lines into a Draft: bare vLLM-style flags, or a whole pasted launch command (`vllm serve`,
+`python -m vllm.entrypoints.openai.api_server`, `python -m sglang.launch_server`, `trtllm-serve`), read with
+each engine's spelling rules: dashes or underscores, `--flag=value`, short forms (-tp), `--flag` / `--no-flag`
+booleans, human-readable integers, JSON values, and vLLM's `--config` file beneath the flags."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from kvplan.deployment.knobs import Knob
+from kvplan.deployment.values import Draft, all_spellings, did_you_mean, field_for
+from kvplan.errors import KvplanError
+
+ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# vLLM's environment switches that change memory, and the knob each sets.
+ENV_KNOBS = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "estimate_cudagraphs"}
+PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+MODULE_ENGINES = {"vllm.entrypoints.openai.api_server": "vllm", "vllm.entrypoints.api_server": "vllm",
+                  "sglang.launch_server": "sglang"}
+
+
+def flag_table(engine: str) -> ModuleType | None:
+    """The engine's catalogue of flags kvplan does not model (deployment/flags_*.py)."""
+    if engine == "vllm":
+        from kvplan.deployment import flags_vllm as table
+    elif engine == "sglang":
+        from kvplan.deployment import flags_sglang as table  # type: ignore[no-redef]
+    elif engine == "trtllm":
+        from kvplan.deployment import flags_trtllm as table  # type: ignore[no-redef]
+    else:
+        return None
+    return table
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a launch command names: its engine (None for bare flags) and the flags after the launcher."""
+
+    engine: str | None
+    launcher: str
+    args: list[str]
+
+
+def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launch]:
+    """Environment assignments, the launcher and its arguments."""
+    if len(tokens) == 1 and (" " in tokens[0].strip() or "\n" in tokens[0]):
+        tokens = shlex.split(tokens[0].replace("\\\n", " "))
+    env: dict[str, str] = {}
+    index = 0
+    if tokens[:1] == ["env"]:
+        index = 1
+    while index < len(tokens) and ENV_ASSIGNMENT.match(tokens[index]):
+        name, _, value = tokens[index].partition("=")
+        env[name] = value
+        index += 1
+    rest = tokens[index:]
+    if not rest or rest[0].startswith("-"):
+        return env, Launch(None, "flags", rest)
+    program = os.path.basename(rest[0])
+    if program == "vllm":
+        if rest[1:2] != ["serve"]:
+            raise KvplanError(f"'vllm {' '.join(rest[1:2])}' does not start a server; expected 'vllm serve MODEL'",
+                              where)
+        return env, Launch("vllm", "vllm serve", rest[2:])
+    if PYTHON.match(program) and rest[1:2] == ["-m"] and len(rest) > 2:
+        engine = MODULE_ENGINES.get(rest[2])
+        if engine is None:
+            raise KvplanError(f"module {rest[2]!r} is not a server kvplan knows; expected "
+                              f"{', '.join(MODULE_ENGINES)}", where)
+        return env, Launch(engine, f"python -m {rest[2]}", rest[3:])
+    if program == "trtllm-serve":
+        args = rest[2:] if rest[1:2] == ["serve"] else rest[1:]
+        return env, Launch("trtllm", "trtllm-serve", args)
+    raise KvplanError(f"{rest[0]!r} is not a launch command kvplan reads; expected vllm serve, python -m "
+                      "vllm.entrypoints.openai.api_server, python -m sglang.launch_server or trtllm-serve", where)
+
+
+def parse_command(tokens: list[str], where: str = "command line", engine: str | None = None) -> Draft:
+    """A launch command or bare engine flags. `engine` applies to bare flags (default vLLM)."""
+    if not tokens:
+        raise KvplanError("empty command", where)
+    env, launch = split_launcher(list(tokens), where)
+    chosen = launch.engine or engine or "vllm"
+    draft = Draft()
+    if launch.engine is not None:
+        draft.set("engine", launch.engine, f"{where}: {launch.launcher}")
+    for name, value in env.items():
+        knob_name = ENV_KNOBS.get(name)
+        if knob_name is not None:
+            draft.set(knob_name, value, name)
+        elif name.startswith(("VLLM_", "SGLANG_", "TRTLLM_", "CUDA_", "NCCL_")):
+            draft.notes.append(f"environment {name} is not modelled")
+    flags = parse_flags(launch.args, chosen, where, positional_model=launch.engine in ("vllm", "trtllm"),
+                        kvplan_knobs=launch.engine is None)
+    config = flags.values.pop("config", None)
+    if config is not None:
+        from kvplan.deployment.config_file import read_config
+
+        base = read_config(str(config[0]), chosen)
+        draft = base.update(draft)
+    return draft.update(flags)
+
+
+def _short_flag(body: str, engine: str) -> str | None:
+    """The long name of a single-dash flag: the knobs' own short forms, then the engine's catalogue."""
+    from kvplan.deployment.declaration import knobs
+
+    for knob in knobs():
+        if body in knob.short:
+            return knob.name.replace("_", "-")
+    shorts: dict[str, str] = getattr(flag_table(engine), "SHORT", {})
+    return shorts.get(body)
+
+
+def _all_shorts(engine: str) -> list[str]:
+    from kvplan.deployment.declaration import knobs
+
+    return [s for knob in knobs() for s in knob.short] + list(getattr(flag_table(engine), "SHORT", {}))
+
+
+def parse_flags(args: list[str], engine: str = "vllm", where: str = "command line",
+                positional_model: bool = False, kvplan_knobs: bool = True, origin: str | None = None) -> Draft:
+    """Engine flags into a Draft; each value's origin is the flag as typed. kvplan_knobs: kvplan's own knobs
+    (--engine, --weights-memory, ...) are allowed, as on kvplan's command line but not in a pasted one.
+    origin: where every value came from, when not the flag itself (a key of a --config file)."""
+    draft = Draft()
+    inert: list[str] = []
+    dotted: dict[str, list[tuple[str, str, str]]] = {}
+    index = 0
+
+    def take_value(flag: str, inline: str | None) -> str:
+        nonlocal index
+        if inline is not None:
+            return inline
+        if index < len(args) and not _looks_like_flag(args[index]):
+            index += 1
+            return args[index - 1]
+        raise KvplanError("expects a value", flag)
+
+    def skip(arity: str, inline: str | None) -> None:
+        nonlocal index
+        if inline is not None or arity in ("bool", "bool+no"):
+            return
+        if arity == "value":
+            take_value(here, None)
+        elif arity == "optional":
+            if index < len(args) and not _looks_like_flag(args[index]):
+                index += 1
+        elif arity == "list":
+            while index < len(args) and not _looks_like_flag(args[index]):
+                index += 1
+
+    while index < len(args):
+        token = args[index]
+        index += 1
+        here = origin or token
+        if not _looks_like_flag(token):
+            if positional_model and "model" not in draft.values:
+                draft.set("model", token, "model (positional)")
+                continue
+            raise KvplanError(f"unexpected argument {token!r:.60}", where)
+        body, has_value, inline_text = token.lstrip("-").partition("=")
+        inline = inline_text if has_value else None
+        flag_name, dot, subkey = body.partition(".")  # dashes for underscores only before a .key suffix
+        name = flag_name.replace("_", "-").lower() + dot + subkey if token.startswith("--") else body
+        if not token.startswith("--"):
+            level = re.match(r"^O(\d+)$", body)  # -O3: the optimization level glued to its flag
+            if level:
+                name, inline = _short_flag("O", engine) or "compilation-config", level.group(1)
+            else:
+                long = _short_flag(body, engine)
+                if long is None:
+                    raise KvplanError(f"unknown short flag{did_you_mean(body, _all_shorts(engine), '-')}", here)
+                name = long
+        if name == "config" and engine == "vllm":
+            draft.set("config", take_value(here, inline), here)
+            continue
+        name, _, subkey = name.partition(".")
+        if token.startswith("--") and not kvplan_knobs:
+            _check_spelling(flag_name, name, engine, here)
+        if field_for(name, engine) is None:
+            name = getattr(flag_table(engine), "ALIASES", {}).get(name, name)
+        name = _unabbreviated(name, engine)
+        knob = field_for(name, engine)
+        if subkey:
+            if knob is None or knob.kind != "json":
+                if knob is None and _known_elsewhere(name, engine):
+                    take_value(here, inline)
+                    draft.notes.append(f"--{name}.{subkey} is accepted but not modelled")
+                    continue
+                raise KvplanError("only JSON-valued flags take a .key suffix", here)
+            dotted.setdefault(knob.name, []).append((subkey, take_value(here, inline), here))
+            continue
+        negated = None
+        if knob is None and name.startswith("no-"):
+            negated = field_for(name[3:], engine)
+            if negated is not None and negated.kind != "bool":
+                negated = None
+        if negated is not None:
+            draft.set(negated.name, False, here)
+            continue
+        if knob is not None and not knob.vllm_flag and not kvplan_knobs:
+            raise KvplanError(f"is kvplan's own flag, not {_engine_label(engine)}'s: give it to kvplan before the "
+                              "pasted command", here)
+        if knob is not None:
+            _set_knob(draft, knob, here, inline, take_value)
+            continue
+        table = flag_table(engine)  # only flags kvplan does not model need the engine's catalogue
+        known_inert: dict[str, Any] = getattr(table, "INERT", {})
+        noted: dict[str, Any] = getattr(table, "NOTED", {})
+        renamed: dict[str, Any] = getattr(table, "RENAMED", {})
+        if name in known_inert or (name.startswith("no-") and known_inert.get(name[3:]) == "bool+no"):
+            inert.append("--" + name)
+            skip(str(known_inert.get(name, "bool")), inline)
+            continue
+        if name in noted:
+            arity, why = noted[name]
+            draft.notes.append(f"--{name} is accepted but not modelled ({why})")
+            skip(arity, inline)
+            continue
+        if name in renamed:
+            new, when, refused, arity = renamed[name]
+            if refused:
+                raise KvplanError(f"this flag is gone from current vLLM ({when}); today: {new}", here)
+            draft.notes.append(f"--{name} is deprecated ({when}); today: {new}")
+            skip(arity, inline)
+            continue
+        candidates = all_spellings(engine) + list(known_inert) + list(noted) + list(renamed)
+        raise KvplanError(f"unknown {_engine_label(engine)} flag{did_you_mean(name, candidates, '--')}", here)
+    if inert:
+        draft.notes.append("not memory-relevant: " + ", ".join(dict.fromkeys(inert)))
+    for name, parts in dotted.items():
+        _merge_dotted(draft, name, parts)
+    return draft
+
+
+def _check_spelling(typed: str, name: str, engine: str, where: str) -> None:
+    """A pasted command is spelled as its engine requires: SGLang takes dashes only, trtllm-serve its own
+    underscore names; vLLM takes either."""
+    table = flag_table(engine)
+    label = _engine_label(engine)
+    if not getattr(table, "UNDERSCORES_ACCEPTED", True) and "_" in typed:
+        raise KvplanError(f"{label} spells its flags with dashes: --{name}", where)
+    native = getattr(table, "NATIVE", {}).get(name)
+    if not getattr(table, "DASHES_ACCEPTED", True) and native is not None and "--" + typed != native:
+        raise KvplanError(f"{label} spells this flag {native}", where)
+
+
+def _merge_dotted(draft: Draft, name: str, parts: list[tuple[str, str, str]]) -> None:
+    """`--speculative-config.method ngram` and friends, merged into the flag's JSON object."""
+    import json
+
+    raw, where = draft.values.get(name, ({}, parts[0][2]))
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise KvplanError(f"invalid JSON: {exc.msg} at column {exc.colno}", where) from None
+    merged = dict(raw) if isinstance(raw, dict) else {}
+    for path, text, here in parts:
+        target = merged
+        keys = path.split(".")
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+            if not isinstance(target, dict):
+                raise KvplanError(f"{key!r} is not an object", here)
+        try:
+            target[keys[-1]] = json.loads(text)
+        except json.JSONDecodeError:
+            target[keys[-1]] = text
+    draft.set(name, merged, where)
+
+
+def _unabbreviated(name: str, engine: str) -> str:
+    """A unique prefix of a long flag stands for it, as argparse's allow_abbrev has it (vLLM keeps it on).
+    An exact current flag wins; then a knob the prefix names; then any other flag."""
+    from kvplan.deployment.values import field_for
+
+    if field_for(name, engine) is not None or name.startswith("no-"):
+        return name
+    table = flag_table(engine)
+    current = (getattr(table, "INERT", {}), getattr(table, "NOTED", {}))
+    if any(name in flags for flags in current) or not getattr(table, "ABBREVIATIONS_ALLOWED", False):
+        return name
+    knobs: dict[str, str] = {}
+    for spelling in all_spellings(engine):
+        knob = field_for(spelling, engine)
+        if knob is not None and spelling.startswith(name):
+            knobs.setdefault(knob.name, spelling)
+    others = {flag: flag for flags in (*current, getattr(table, "RENAMED", {})) for flag in flags
+              if flag.startswith(name) and field_for(flag, engine) is None}
+    if len(knobs) == 1 and (not others or name in getattr(table, "RENAMED", {})):
+        return next(iter(knobs.values()))
+    if name in others:
+        return name
+    targets = {**knobs, **others}
+    if len(targets) == 1:
+        return next(iter(targets.values()))
+    if len(targets) > 1:
+        raise KvplanError(f"ambiguous option: could match {', '.join('--' + t for t in sorted(targets.values()))}",
+                          "--" + name)
+    return name
+
+
+def _known_elsewhere(name: str, engine: str) -> bool:
+    table = flag_table(engine)
+    return any(name in getattr(table, kind, {}) for kind in ("INERT", "NOTED", "RENAMED"))
+
+
+def _set_knob(draft: Draft, knob: Knob, here: str, inline: str | None, take_value: Any) -> None:
+    if knob.kind == "bool":
+        draft.set(knob.name, True if inline is None else inline, here)
+    else:
+        draft.set(knob.name, take_value(here, inline), here)
+
+
+def _looks_like_flag(token: str) -> bool:
+    return token.startswith("-") and len(token) > 1 and not re.match(r"^-\d", token)
+
+
+def _engine_label(engine: str) -> str:
+    return {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(engine, engine)

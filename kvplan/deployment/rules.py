@@ -1,0 +1,106 @@
+"""Rules that need the model and the GPU besides the Deployment: what the engine refuses at startup, worded as
+the engine words it, each error naming the knob as the user gave it."""
+
+from __future__ import annotations
+
+from kvplan.deployment.declaration import Deployment
+from kvplan.errors import KvplanError
+from kvplan.models.model import ModelSpec
+from kvplan.plan import GpuChoice
+
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+# Speculative methods vLLM's SpeculativeConfig accepts (vllm/config/speculative.py).
+SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "deepseek_mtp",
+                       "mtp", "ernie_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "longcat_flash_mtp", "suffix")
+# --quantization values that load a checkpoint of the given method with another kernel, as vLLM allows.
+COMPATIBLE_OVERRIDES = {"awq": ("awq_marlin", "marlin", "moe_wna16"), "gptq": ("gptq_marlin", "gptq_bitblas", "marlin",
+                                                                            "gptq_marlin_24", "moe_wna16"),
+                        "fp8": ("fbgemm_fp8",), "compressed-tensors": (), "modelopt": ("modelopt_fp4",)}
+
+
+def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> None:
+    _engine_version(dep)
+    _block_size(dep)
+    _parallel(dep, spec)
+    _quantization(dep, spec)
+    _speculative(dep)
+    _dtype(dep, gpu)
+
+
+def _engine_version(dep: Deployment) -> None:
+    if dep.engine_version is not None and dep.engine != "vllm":
+        raise KvplanError("an engine version applies to --engine vllm only", dep.where("engine_version"))
+
+
+def _block_size(dep: Deployment) -> None:
+    if dep.engine == "vllm" and dep.block_size is not None and dep.block_size not in VLLM_BLOCK_SIZES:
+        raise KvplanError(f"invalid choice {dep.block_size} (choose from {', '.join(map(str, VLLM_BLOCK_SIZES))})",
+                          dep.where("block_size"))
+
+
+def _parallel(dep: Deployment, spec: ModelSpec) -> None:
+    """vLLM's ModelConfig.verify_with_parallel_config, and the divisions its parallel linear layers assert."""
+    tp, where = dep.tensor_parallel_size, dep.where("tensor_parallel_size")
+    heads = spec.num_attention_heads
+    if heads and heads % tp:
+        raise KvplanError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
+                          f"({tp}).", where)
+    kv_heads = max((layer.kv_heads for layer in spec.kv_layers if layer.kind != "mla"), default=0)
+    if kv_heads and (tp % kv_heads if tp >= kv_heads else kv_heads % tp):
+        raise KvplanError(f"the {kv_heads} KV heads and tensor parallel size {tp} must divide one another (vLLM's "
+                          "QKVParallelLinear shards or replicates whole KV heads)", where)
+    widths = [("intermediate size", spec.intermediate_size)]
+    if spec.moe is not None:
+        widths = [("expert intermediate size", spec.moe.expert_intermediate_size)]
+    for label, width in widths:
+        if width and width % tp:
+            raise KvplanError(f"{width} is not divisible by {tp}: the model's {label} must split evenly over "
+                              "the tensor-parallel ranks", where)
+    if dep.pipeline_parallel_size > spec.num_layers:
+        raise KvplanError(f"pipeline parallel size ({dep.pipeline_parallel_size}) exceeds the model's "
+                          f"{spec.num_layers} layers", dep.where("pipeline_parallel_size"))
+
+
+def _quantization(dep: Deployment, spec: ModelSpec) -> None:
+    """vLLM ModelConfig._verify_quantization: a --quantization that contradicts the checkpoint is refused."""
+    if dep.quantization is None or spec.quantization is None:
+        return
+    stored = spec.quantization.method.lower()
+    wanted = dep.quantization.lower()
+    if wanted == stored or wanted in COMPATIBLE_OVERRIDES.get(stored, ()):
+        return
+    raise KvplanError(f"Quantization method specified in the model config ({stored}) does not match the "
+                      f"quantization method specified in the `quantization` argument ({wanted}).",
+                      dep.where("quantization"))
+
+
+def _speculative(dep: Deployment) -> None:
+    config = dep.speculative_config
+    if config is None:
+        return
+    where = dep.where("speculative_config")
+    method = config.get("method")
+    model = config.get("model")
+    if method is None and model is None:
+        raise KvplanError("needs a 'method' (or a draft 'model'): e.g. {\"method\": \"eagle\", \"model\": ..., "
+                          "\"num_speculative_tokens\": 3}", where)
+    if method is not None and (not isinstance(method, str) or method not in SPECULATIVE_METHODS):
+        raise KvplanError(f"unknown method {method!r:.40}; choose from {', '.join(SPECULATIVE_METHODS)}", where)
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise KvplanError(f"'model' must be a model id or path, got {model!r:.40}", where)
+    tokens = config.get("num_speculative_tokens")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+        raise KvplanError(f"'num_speculative_tokens' must be a positive integer, got {tokens!r:.40}", where)
+    if tokens is None and method == "ngram":
+        # Other methods may take the count from the draft model's config; n-gram lookup has no config.
+        raise KvplanError("'num_speculative_tokens' is required for the ngram method", where)
+
+
+def _dtype(dep: Deployment, gpu: GpuChoice) -> None:
+    """vLLM refuses bfloat16 asked for by name on GPUs older than compute capability 8.0."""
+    major = gpu.compute_major
+    if dep.dtype == "bfloat16" and major is not None and major < 8:
+        raise KvplanError(f"Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
+                          f"{gpu.name} GPU has compute capability {gpu.compute_capability}. You can use float16 "
+                          "instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+                          dep.where("dtype"))

@@ -1,0 +1,176 @@
+"""Reading and checking knob values against their declarations, without pydantic (it costs the estimate path
+more start-up time than the whole command may take). Text from a command line and native values from a
+mapping or a YAML file go through the same rules; errors name the knob as the user spelled it."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvplan.deployment.declaration import BY_NAME, Deployment, knobs
+from kvplan.deployment.knobs import Knob
+from kvplan.errors import KvplanError
+from kvplan.units import parse_human_int, parse_size
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def _range_text(knob: Knob) -> str:
+    low = "(" if knob.exclusive_minimum else "["
+    return f"{low}{_number(knob.minimum)}, {_number(knob.maximum)}]"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "..."
+    return f"{int(value):,}" if float(value).is_integer() else str(value)
+
+
+def check_value(knob: Knob, value: Any, where: str) -> None:
+    """A typed value against its knob: type, choices and range."""
+    kind = knob.kind
+    if kind in ("int", "size"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise KvplanError(f"expected an integer, got {value!r:.60}", where)
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise KvplanError(f"expected a number, got {value!r:.60}", where)
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise KvplanError(f"expected true or false, got {value!r:.60}", where)
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise KvplanError(f"expected text, got {value!r:.60}", where)
+    elif kind == "json" and not isinstance(value, dict):
+        level = knob.json_level and isinstance(value, int) and not isinstance(value, bool)
+        if not level:
+            raise KvplanError(f"expected a JSON object, got {value!r:.60}", where)
+    if knob.choices and value not in knob.choices:
+        raise KvplanError(f"invalid choice {value!r:.60} (choose from {', '.join(map(str, knob.choices))})", where)
+    if kind in ("int", "size", "float"):
+        low, high = knob.minimum, knob.maximum
+        below = low is not None and (value <= low if knob.exclusive_minimum else value < low)
+        if below or (high is not None and value > high):
+            raise KvplanError(f"must be within {_range_text(knob)}, got {_number(value)}", where)
+
+
+def coerce(knob: Knob, raw: Any, where: str) -> Any:
+    """Text or a native value (from YAML, JSON or Python) into the knob's type; then checked."""
+    value = _convert(knob, raw, where)
+    if value is not None:
+        check_value(knob, value, where)
+    return value
+
+
+def _convert(knob: Knob, raw: Any, where: str) -> Any:
+    if raw is None:
+        return None
+    kind = knob.kind
+    if isinstance(raw, float) and kind in ("int", "size") and math.isfinite(raw) and raw.is_integer():
+        return int(raw)
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if kind == "int":
+        return parse_human_int(text, where)
+    if kind == "size":
+        return parse_size(text, where)
+    if kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise KvplanError(f"expected a number, got {raw!r:.60}", where) from None
+    if kind == "bool":
+        lowered = text.lower()
+        if lowered in TRUE_WORDS or lowered in FALSE_WORDS:
+            return lowered in TRUE_WORDS
+        raise KvplanError(f"expected true or false, got {raw!r:.60}", where)
+    if kind == "json":
+        if knob.json_level and text.isdigit():
+            return int(text)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise KvplanError(f"invalid JSON: {exc.msg} at column {exc.colno}", where) from None
+        except RecursionError:
+            raise KvplanError("JSON nested too deeply", where) from None
+    if knob.choices:
+        lowered = text.lower()
+        return next((c for c in knob.choices if str(c).lower() == lowered), text)
+    return text
+
+
+@dataclass
+class Draft:
+    """Knob values gathered from the front doors before they become a Deployment: field -> (raw value, where
+    it came from). A later layer overrides an earlier one (a vLLM --config file, then the command line)."""
+
+    values: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def set(self, name: str, raw: Any, where: str) -> None:
+        self.values[name] = (raw, where)
+
+    def update(self, other: Draft) -> Draft:
+        self.values.update(other.values)
+        self.notes.extend(n for n in other.notes if n not in self.notes)
+        return self
+
+    def deployment(self) -> Deployment:
+        kwargs: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        for name, (raw, where) in self.values.items():
+            value = coerce(BY_NAME()[name], raw, where)
+            if value is not None:
+                kwargs[name] = value
+                origins[name] = where
+        return Deployment(**kwargs, origins=origins, notes=tuple(self.notes))
+
+
+def field_for(key: str, engine: str = "vllm") -> Knob | None:
+    """The knob a key names in any of its spellings: field name, flag with dashes or underscores, an alias,
+    or this engine's own name for it."""
+    normal = key.strip().lstrip("-").replace("_", "-").lower()
+    for knob in knobs():
+        spellings = (knob.name.replace("_", "-"), *knob.aliases, *knob.engine_aliases.get(engine, ()))
+        if normal in spellings:
+            return knob
+    return None
+
+
+def all_spellings(engine: str = "vllm") -> list[str]:
+    names = []
+    for knob in knobs():
+        names += [knob.name.replace("_", "-"), *knob.aliases, *knob.engine_aliases.get(engine, ())]
+    return names
+
+
+def did_you_mean(word: str, candidates: list[str], prefix: str = "") -> str:
+    close = difflib.get_close_matches(word, candidates, n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(prefix + c for c in close)}?" if close else ""
+
+
+def draft_from_mapping(mapping: Any, where: str, engine: str | None = None,
+                       lines: dict[str, int] | None = None) -> Draft:
+    """A plain mapping of knobs (the Python API, check files): keys in any spelling of the engine."""
+    if not isinstance(mapping, dict):
+        raise KvplanError(f"expected a mapping of knob names to values, got {type(mapping).__name__}", where)
+    engine = engine or str(mapping.get("engine") or "vllm").lower()
+    draft = Draft()
+    for key, raw in mapping.items():
+        line = f":{lines[key]}" if lines and key in lines else ""
+        here = f"{where}{line}: {key}"
+        knob = field_for(str(key), engine)
+        if knob is None:
+            raise KvplanError(f"unknown knob{did_you_mean(str(key).replace('_', '-'), all_spellings(engine))}",
+                              here)
+        draft.set(knob.name, raw, here)
+    return draft
+
+
+def from_mapping(mapping: Any, where: str = "deployment") -> Deployment:
+    return draft_from_mapping(mapping, where).deployment()
