@@ -1,3 +1,31 @@
-"""kvplan: KV-cache capacity planning for LLM serving engines."""
+"""kvplan: KV-cache capacity planning for LLM serving engines.
+
+    >>> import kvplan
+    >>> plan = kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=32768, tensor_parallel_size=2)
+    >>> plan.capacity.tokens, plan.capacity.max_concurrency
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["Deployment", "Plan", "estimate", "gpus", "load_model", "__version__"]
+
+if TYPE_CHECKING:
+    from kvplan.api import estimate, gpus, load_model
+    from kvplan.deployment import Deployment
+    from kvplan.plan import Plan
+
+# Loaded on first use, so that `import kvplan` (and the CLI's start-up) stays cheap.
+_EXPORTS = {"estimate": "kvplan.api", "gpus": "kvplan.api", "load_model": "kvplan.api",
+            "Deployment": "kvplan.deployment", "Plan": "kvplan.plan"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kvplan' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(module), name)

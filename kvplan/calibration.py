@@ -24,22 +24,22 @@ def entries() -> list[dict[str, Any]]:
     return list(yaml.safe_load(DATA.read_text(encoding="utf-8")))
 
 
-def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tuple[Deployment, GpuChoice, str | None]:
+def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tuple[Deployment, GpuChoice]:
     gpu = find_gpu(entry["gpu"])
     tp = entry.get("tp", 1)
     dep = Deployment(
-        engine="vllm", engine_version=entry["version"], gpu_memory_bytes=gpu.memory_bytes,
+        engine="vllm", engine_version=entry["version"], gpu=gpu.id,
         dtype=entry.get("dtype", "auto"), kv_cache_dtype=entry.get("kv_cache_dtype", "auto"),
         block_size=entry.get("block_size"), tensor_parallel_size=tp,
         gpu_memory_utilization=entry["utilization"], max_model_len=entry.get("max_model_len"),
         max_num_seqs=entry.get("max_num_seqs"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
         kv_cache_memory_bytes=kv_cache_memory)
-    return dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp), gpu.compute_capability
+    return dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8)
 
 
 def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
-    dep, gpu, cc = deployment(entry, kv_cache_memory)
-    return estimate(resolve(entry["model"]), dep, gpu, cc)
+    dep, gpu = deployment(entry, kv_cache_memory)
+    return estimate(resolve(entry["model"]), dep, gpu)
 
 
 @dataclass(frozen=True)

@@ -20,31 +20,39 @@ class Lever:
     fits: bool
 
 
-def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None) -> Plan | None:
+def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None) -> Plan | None:
     try:
-        return estimate(spec, dep, gpu, cc)
+        return estimate(spec, dep, gpu, draft=draft)
     except KvplanError:
         return None
 
 
-def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None,
-                           extra_flags: str) -> tuple[str, str, Deployment, GpuChoice] | None:
+def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None,
+                           extra_flags: str) -> tuple[tuple[str, str, Deployment, GpuChoice], bool] | None:
+    """The smallest tensor-parallel size (x2, x4, x8, at most 8) that serves max_model_len; when none does, the
+    largest that leaves room for any KV cache, so the user sees how far it gets."""
+    best = None
     for factor in (2, 4, 8):
         tp = factor * dep.tensor_parallel_size
         if tp > 8 or spec.num_attention_heads % tp:
             continue
         new_dep = replace(dep, tensor_parallel_size=tp)
-        new_gpu = replace(gpu, count=tp * dep.pipeline_parallel_size)
-        plan = _try(spec, new_dep, new_gpu, cc)
-        if plan is not None and plan.capacity.fits:
-            return (f"tensor parallel {tp} ({new_gpu.count} GPUs){extra_flags and ' + fp8 weights'}",
-                    f"--tensor-parallel-size {tp}{extra_flags}", new_dep, new_gpu)
-    return None
+        new_gpu = replace(gpu, count=tp * dep.pipeline_parallel_size * dep.data_parallel_size)
+        plan = _try(spec, new_dep, new_gpu, draft)
+        if plan is None or plan.capacity.tokens <= 0:
+            continue
+        best = (f"tensor parallel {tp} ({new_gpu.count} GPUs){extra_flags and ' + fp8 weights'}",
+                f"--tensor-parallel-size {tp}{extra_flags}", new_dep, new_gpu)
+        if plan.capacity.fits:
+            return best, True
+    return (best, False) if best else None
 
 
-def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None, base: Plan, limit: int = 5) -> list[Lever]:
+def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: ModelSpec | None = None,
+           limit: int = 5) -> list[Lever]:
+    """FP8 levers only where the GPU computes in FP8 (vLLM's FP8 kernels need it)."""
     candidates: list[tuple[str, str, Deployment, GpuChoice]] = []
-    if base.kv_bytes > 1:
+    if base.kv_bytes > 1 and gpu.fp8:
         candidates.append(("fp8 KV cache", "--kv-cache-dtype fp8", replace(dep, kv_cache_dtype="fp8"), gpu))
     longest = base.capacity.max_model_len_that_fits
     if not base.capacity.fits and longest >= base.engine.block_size:
@@ -56,21 +64,26 @@ def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, cc: str | None, bas
         candidates.append(("gpu_memory_utilization 0.95", "--gpu-memory-utilization 0.95",
                            replace(dep, gpu_memory_utilization=0.95), gpu))
     quantized = spec.quantization is not None or dep.quantization is not None
-    if not quantized:
+    if not quantized and gpu.fp8:
         candidates.append(("fp8 weights (online, or an FP8 checkpoint)", "--quantization fp8",
                            replace(dep, quantization="fp8"), gpu))
+    if not quantized:
         candidates.append(("a 4-bit AWQ/GPTQ checkpoint", "--quantization awq (with a 4-bit checkpoint)",
                            replace(dep, quantization="awq"), gpu))
+    tp_levers = []
     for extra_flags, base_dep in (("", dep), (" --quantization fp8", replace(dep, quantization="fp8"))):
-        if extra_flags and quantized:
+        if extra_flags and (quantized or not gpu.fp8):
             continue
-        lever = _smallest_tp_that_fits(spec, base_dep, gpu, cc, extra_flags)
-        if lever is not None:
-            candidates.append(lever)
-            break
+        found_tp = _smallest_tp_that_fits(spec, base_dep, gpu, draft, extra_flags)
+        if found_tp is not None:
+            tp_levers.append(found_tp)
+            if found_tp[1]:
+                break
+    fitting = [lever for lever, fits in tp_levers if fits]
+    candidates.extend(fitting[:1] or [lever for lever, _ in tp_levers[:1]])
     found = []
     for change, flags, new_dep, new_gpu in candidates:
-        plan = _try(spec, new_dep, new_gpu, cc)
+        plan = _try(spec, new_dep, new_gpu, draft)
         if plan is not None and plan.capacity.tokens > 0:
             found.append(Lever(change, flags, plan.capacity.tokens, plan.capacity.max_concurrency,
                                plan.capacity.fits))

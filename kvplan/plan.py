@@ -11,21 +11,36 @@ from kvplan.models.model import ModelSpec
 
 @dataclass(frozen=True)
 class GpuChoice:
+    """The device every rank runs on, and how many of them."""
+
     id: str
     name: str
     memory_bytes: int
     count: int
+    compute_capability: str | None = None  # CUDA's "9.0", or the vendor's architecture (gfx942); None: unknown
+    fp8: bool = True  # supports FP8 compute; unknown devices are not held back
+
+    @property
+    def compute_major(self) -> int | None:
+        """The CUDA compute capability's major version; None for other vendors and unknown devices."""
+        major = (self.compute_capability or "").split(".")[0]
+        return int(major) if major.isdigit() else None
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     name: str
+    label: str  # the engine's own name in messages: vLLM, SGLang, TensorRT-LLM
+    kv_log: str  # the startup log line that prints the token count
     version: str | None
     gpu_memory_utilization: float | None
     block_size: int
     max_model_len: int
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    concurrency_in_tokens: bool = False  # V0's rule: pool tokens / max_model_len, not blocks per request
+    utilization_knob: str = "gpu_memory_utilization"  # the engine's own names, for its messages
+    length_knob: str = "max_model_len"
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,7 @@ class Plan:
                    "block_bytes": self.layout.block_bytes, "groups": self.layout.num_groups,
                    "padding_layers": self.layout.padding_layers},
             "memory": asdict(self.memory),
-            "capacity": asdict(self.capacity),
+            "capacity": {**asdict(self.capacity), "ladder": [asdict(rung) for rung in self.capacity.ladder]},
             "limiting_stage": self.limiting_stage,
             "error": self.error,
             "notes": list(self.notes),

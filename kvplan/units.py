@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from kvplan.errors import KvplanError
 
@@ -11,28 +11,53 @@ GB = 10**9
 GiB = 2**30
 MiB = 2**20
 
+# Units of two or more letters read in any case: 'GB' and 'gb' are 10^9, 'GiB' and 'gib' 2^30.
 _UNITS = {
-    "": 1, "b": 1,
+    "b": 1,
     "kb": 10**3, "mb": 10**6, "gb": GB, "tb": 10**12,
     "kib": 2**10, "mib": MiB, "gib": GiB, "tib": 2**40,
 }
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+# One-letter suffixes as vLLM's human_readable_int reads them (--kv-cache-memory-bytes, --max-num-batched-tokens):
+# lowercase decimal, uppercase binary, so '24G' is 24 GiB and '24g' 24 * 10^9.
+_LETTERS = {"k": 10**3, "m": 10**6, "g": GB, "t": 10**12, "K": 2**10, "M": MiB, "G": GiB, "T": 2**40}
+_SIZE = re.compile(r"^\s*([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+MAX_SIZE = 2**50  # 1 PiB: more than any device, so a slip of the keyboard rather than a size
 
 
 def parse_size(text: str, where: str = "size") -> int:
-    """'24GB' -> 24*10^9, '24GiB' -> 24*2^30, '123' -> 123 bytes."""
-    match = _SIZE.match(str(text))
+    """'24GiB' and '24G' -> 24 * 2^30; '24GB' and '24g' -> 24 * 10^9; '25769803776' -> bytes. A bare number below
+    1 MiB is refused: '24' is far more likely a forgotten unit than 24 bytes. `where` names the flag in errors."""
+    stripped = str(text).strip()
+    shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+    match = _SIZE.match(stripped)
     if not match:
-        raise KvplanError(f"cannot read {text!r} as a size; write bytes, or a number with GB (10^9) or GiB (2^30)",
-                          where)
+        raise KvplanError(f"cannot read {shown!r} as a size; write a number with a unit: 24GiB or 24G (2^30), "
+                          "24GB or 24g (10^9), or a byte count", where)
     number, unit = match.groups()
-    factor = _UNITS.get(unit.lower())
-    if factor is None:
-        raise KvplanError(f"unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB", where)
-    try:
-        return int(Decimal(number) * factor)
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise KvplanError(f"cannot read {text!r} as a size", where) from exc
+    number = number.replace("_", "")
+    value = Decimal(number)
+    if unit in _LETTERS:
+        factor = _LETTERS[unit]
+        if unit.isupper() and "." in number:  # vLLM refuses these too
+            raise KvplanError(f"{shown!r}: vLLM refuses a decimal number with the binary suffix {unit}; write "
+                              f"{number}{unit}iB or {number}{unit.lower()} (decimal)", where)
+    elif unit:
+        found = _UNITS.get(unit.lower())
+        if found is None:
+            raise KvplanError(f"unknown unit {unit!r} in {shown!r}; use B, GiB or G (2^30), GB or g (10^9), "
+                              "and the same for K, M and T", where)
+        factor = found
+    else:
+        if "." in number:
+            raise KvplanError(f"{shown!r} has no unit, and a byte count is a whole number; did you mean "
+                              f"{shown}GiB?", where)
+        if 0 < value < MiB:
+            raise KvplanError(f"{shown!r} has no unit, so it would be {value:,} bytes; did you mean "
+                              f"{stripped}GiB?", where)
+        factor = 1
+    if value * factor > MAX_SIZE:
+        raise KvplanError(f"{shown!r} is more than 1 PiB; no device has that much memory", where)
+    return int(value * factor)
 
 
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
@@ -85,3 +110,13 @@ def dtype_bytes(name: str, where: str = "dtype") -> int:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def parse_contexts(text: str | None, where: str) -> list[int]:
+    """'4K,32K' -> [4096, 32768]: the concurrency ladder's contexts."""
+    if not text:
+        return []
+    values = [parse_human_int(part, where) for part in text.split(",") if part.strip()]
+    if any(v is None or not 1 <= v <= 2**31 for v in values):
+        raise KvplanError("contexts must be positive integers up to 2^31", where)
+    return [v for v in values if v is not None]

@@ -8,8 +8,6 @@ import sys
 
 import pytest
 
-from kvplan.units import GiB
-
 
 def run(*args, env=None):
     return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True,
@@ -62,18 +60,27 @@ def test_json_fields_are_all_there():
 
 
 def test_rtx3090_qwen7b_vllm_numbers():
-    # RTX 3090: 25,297,357,373 B x 0.92 = 23,273,568,783 budget; weights 7,615,616,512 x 2 = 15,231,233,024;
-    # sampler 3.79 x 256 x 152,064 x 4 B + 0.12 GiB = 718,984,806; non-torch 0.25 GiB; CUDA graphs 28 x 18 MiB.
+    # vLLM v0.21+ era constants (kvplan/engines/vllm.py), RTX 3090 CUDA total 25,297,357,373 B:
+    #   budget      int(25,297,357,373 x 0.92)                                    = 23,273,568,783
+    #   weights     7,615,616,512 params x 2 B                                    = 15,231,233,024
+    #   activation  int(3.79 x min(256, 2048) x 152,064 x 4) + int(0.12 GiB)
+    #               = 590,154,301 + 128,849,018 (dense: no moe term)             =    719,003,319
+    #   non-torch   int(0.25 GiB), single GPU                                     =    268,435,456
+    #   CUDA graphs 28 layers x 18 MiB                                            =    528,482,304
+    #   pool = 23,273,568,783 - 15,231,233,024 - 719,003,319 - 268,435,456 - 528,482,304 = 6,526,414,680
+    #   blocks = 6,526,414,680 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 7,113 -> 113,808 tokens
+    #   32,768-token requests: 7,113 / 2,048 = 3.47
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
     memory = plan["memory"]
-    assert memory["budget_bytes"] == int(25_297_357_373 * 0.92)
+    assert memory["budget_bytes"] == 23_273_568_783
     assert memory["weights_bytes"] == 15_231_233_024
-    assert memory["cuda_graph_bytes"] == 28 * 18 * 2**20
-    assert memory["non_torch_bytes"] == int(0.25 * GiB)
-    expected_kv = (memory["budget_bytes"] - memory["weights_bytes"] - memory["activation_bytes"]
-                   - memory["non_torch_bytes"] - memory["cuda_graph_bytes"])
-    assert memory["kv_cache_bytes"] == expected_kv
-    assert plan["capacity"]["num_blocks"] == expected_kv // 917_504
+    assert memory["activation_bytes"] == 719_003_319
+    assert memory["non_torch_bytes"] == 268_435_456
+    assert memory["cuda_graph_bytes"] == 528_482_304
+    assert memory["kv_cache_bytes"] == 6_526_414_680
+    assert plan["kv"]["block_bytes"] == 917_504
+    assert plan["capacity"]["num_blocks"] == 7_113 and plan["capacity"]["tokens"] == 113_808
+    assert plan["capacity"]["max_concurrency"] == 3.47
     assert result.returncode == 0 and plan["capacity"]["fits"]
 
 
@@ -115,14 +122,25 @@ def test_engines_differ_as_documented():
     _, sglang = estimate_json(*common, "--engine", "sglang")
     _, trt = estimate_json(*common, "--engine", "trtllm")
     assert sglang["engine"]["block_size"] == 1 and trt["engine"]["block_size"] == 32
-    # SGLang: pool = total - weights - total x (1 - fraction); tokens = pool // 57,344
-    total, weights = sglang["memory"]["total_bytes"], sglang["memory"]["weights_bytes"]
-    fraction = sglang["engine"]["gpu_memory_utilization"]
-    assert sglang["capacity"]["num_blocks"] == (total - weights - int(total * (1 - fraction))) // 57_344
-    # TRT-LLM: 0.9 of the memory free after weights and runtime buffers, 32-token blocks
-    free = trt["memory"]["total_bytes"] - trt["memory"]["weights_bytes"] - trt["memory"]["activation_bytes"]
-    assert trt["memory"]["kv_cache_bytes"] == int(free * 0.9)
-    assert trt["capacity"]["num_blocks"] == int(free * 0.9) // (32 * 57_344)
+    # SGLang (kvplan/engines/sglang.py, server_args' mem_fraction_static heuristic), H100 CUDA total
+    # 85,018,877,624 B = 81,080.32 MiB (>= 60 GiB: chunked prefill 8192, CUDA-graph bs 160):
+    #   reserved 512 + 1.5 x 8192 + 2 x 160 + 1 x 1 / 8 x 1024 = 13,248 MiB
+    #   fraction round((81,080.32 - 13,248) / 81,080.32, 3) = round(0.83661, 3) = 0.837
+    #   held back int(85,018,877,624 x (1 - 0.837)) = 13,858,077,052
+    #   pool 85,018,877,624 - 15,231,233,024 (7,615,616,512 x 2) - 13,858,077,052 = 55,929,567,548
+    #   page size 1: tokens = 55,929,567,548 // 57,344 = 975,334
+    assert sglang["engine"]["gpu_memory_utilization"] == 0.837
+    assert sglang["memory"]["reserve_bytes"] == 13_858_077_052
+    assert sglang["memory"]["kv_cache_bytes"] == 55_929_567_548
+    assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 975_334
+    # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights and runtime buffers.
+    #   runtime int(3.79 x min(2048, 1024) x 152,064 x 4) + int(0.12 GiB) = 2,360,617,205 + 128,849,018
+    #           = 2,489,466,223
+    #   free 85,018,877,624 - 15,231,233,024 - 2,489,466,223 = 67,298,178,377; pool int(x 0.9) = 60,568,360,539
+    #   32-token blocks of 32 x 57,344 = 1,835,008 B: 60,568,360,539 // 1,835,008 = 33,007 -> 1,056,224 tokens
+    assert trt["memory"]["activation_bytes"] == 2_489_466_223
+    assert trt["memory"]["kv_cache_bytes"] == 60_568_360_539
+    assert trt["capacity"]["num_blocks"] == 33_007 and trt["capacity"]["tokens"] == 1_056_224
 
 
 def test_fp8_kv_doubles_tokens():
@@ -149,7 +167,7 @@ def test_human_output_shows_the_working():
     (["--gpu", "rtx3080"], "--gpu"),
     (["--gpu", "rtx3090", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
     (["--gpu", "rtx3090", "--block-size", "12"], "--block-size"),
-    (["--gpu", "rtx3090", "-tp", "3"], "--tensor-parallel-size"),
+    (["--gpu", "rtx3090", "-tp", "3"], "-tp: Total number of attention heads (28)"),  # named as typed
     (["--gpu-memory", "-5GB"], "--gpu-memory"),
     (["--gpu-memory", "24 parsecs"], "--gpu-memory"),
     (["--gpu", "rtx3090", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),

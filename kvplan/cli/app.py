@@ -1,49 +1,100 @@
-"""The typer app and the entry point that turns user mistakes into one line and exit code 2."""
+"""The typer app and the entry point that turns user mistakes into one line and exit code 2. Each command's
+module is imported only when that command runs."""
 
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
-from kvplan.cli import estimate, gpus, models
-from kvplan.cli.output import error_line
 from kvplan.errors import KvplanError
 
 app = typer.Typer(
-    name="kvplan", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name="kvplan", no_args_is_help=True, pretty_exceptions_enable=False,
     help="Plan KV-cache capacity for vLLM, SGLang and TensorRT-LLM before you rent the GPU.",
 )
-app.command("estimate", help=estimate.HELP, epilog=estimate.EPILOG)(estimate.estimate)
-app.command("gpus", help="List the GPU catalogue (memory as the CUDA runtime reports it).")(gpus.list_gpus)
-app.add_typer(models.app, name="models")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kvplan import __version__
+
+        sys.stdout.write(f"kvplan {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    pass
+
+
+COMMANDS = ("estimate", "gpus", "models")
+_registered: set[str] = set()
+
+
+def _register(args: list[str]) -> None:
+    """Only the command being run is imported (all of them for help and completion)."""
+    from importlib import import_module
+
+    wanted = next((a for a in args if not a.startswith("-")), None)
+    for name in [wanted] if wanted in COMMANDS else COMMANDS:
+        if name in _registered:
+            continue
+        _registered.add(name)
+        module = import_module(f"kvplan.cli.{name}")
+        if name == "models":
+            app.add_typer(module.app, name="models")
+        else:
+            app.command(name, help=module.HELP, epilog=getattr(module, "EPILOG", None),
+                        context_settings=getattr(module, "CONTEXT", None))(module.COMMAND)
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    pasted = None
+    if "--" in args:
+        split = args.index("--")
+        args, pasted = args[:split], args[split + 1:]
     try:
-        result = app(args=argv, prog_name="kvplan", standalone_mode=False)
+        _register(args)
+        from kvplan.cli.estimate import PASTED
+
+        PASTED.set(pasted)
+        result = app(args=args, prog_name="kvplan", standalone_mode=False)
     except KvplanError as exc:
+        from kvplan.cli.output import error_line
+
         error_line(str(exc))
         return 2
     except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
-        kinds = {cls.__name__ for cls in type(exc).__mro__}
-        if "NoArgsIsHelpError" in kinds:
-            exc.show()  # type: ignore[attr-defined]
-            return 0
-        if "UsageError" in kinds:
-            ctx = getattr(exc, "ctx", None)
-            command = ctx.command_path if ctx else "kvplan"
-            error_line(f"{exc.format_message()} (see '{command} --help')")  # type: ignore[attr-defined]
-            return 2
-        if "ClickException" in kinds:
-            error_line(exc.format_message())  # type: ignore[attr-defined]
-            return 2
-        if "Abort" in kinds:
-            return 130
-        raise
+        return _click_exit(exc)
     except BrokenPipeError:
         return 0
     return result if isinstance(result, int) else 0
+
+
+def _click_exit(exc: Exception) -> int:
+    from kvplan.cli.output import error_line
+
+    kinds = {cls.__name__ for cls in type(exc).__mro__}
+    if "NoArgsIsHelpError" in kinds:
+        exc.show()  # type: ignore[attr-defined]
+        return 0
+    if "Exit" in kinds:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    if "UsageError" in kinds:
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx else "kvplan"
+        error_line(f"{exc.format_message()} (see '{command} --help')")  # type: ignore[attr-defined]
+        return 2
+    if "ClickException" in kinds:
+        error_line(exc.format_message())  # type: ignore[attr-defined]
+        return 2
+    if "Abort" in kinds:
+        return 130
+    raise exc
 
 
 def run() -> None:

@@ -9,6 +9,8 @@ from kvplan.cli.output import console, print_json
 from kvplan.hardware import catalogue
 from kvplan.units import GiB
 
+HELP = "List the GPU catalogue (memory as the CUDA runtime reports it)."
+
 
 def list_gpus(json_output: JsonFlag = False) -> None:
     gpus = catalogue()
@@ -24,4 +26,7 @@ def list_gpus(json_output: JsonFlag = False) -> None:
         table.add_row(g.id, g.name, f"{g.memory_bytes / GiB:.2f} GiB", str(g.nvml_total_mib or "-"),
                       str(g.bandwidth_gbps or "-"), str(g.bf16_tflops_dense or "-"), "yes" if g.fp8 else "no",
                       ", ".join(g.aliases))
-    console.print(table)
+    console().print(table)
+
+
+COMMAND = list_gpus

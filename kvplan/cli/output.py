@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-# Pipes and CI logs get a wide page rather than rich's 80-column fallback.
-console = Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+
+@lru_cache(maxsize=1)
+def console() -> Console:
+    """rich loads only when something is rendered for people (not for --json)."""
+    from rich.console import Console
+
+    # Pipes and CI logs get a wide page rather than rich's 80-column fallback.
+    return Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
 
 
 def print_json(data: Any) -> None:

@@ -53,19 +53,22 @@ def formula(plan: Plan) -> str:
     if not layout.groups:
         return "no attention layers: no KV block pool"
     bs, kvb = layout.block_size, plan.kv_bytes
-    if len(layout.groups) == 1 and layout.groups[0].layer.kind in ("full", "sliding", "chunked"):
-        g = layout.groups[0]
-        heads = g.layer.heads_per_rank(plan.tensor_parallel)
-        return (f"block bytes = 2 x {g.real_layers} layers x {heads} KV heads x {g.layer.head_dim} head dim x "
-                f"{bs} tokens x {kvb} B = {layout.block_bytes:,} B")
-    if len(layout.groups) == 1 and layout.groups[0].layer.kind == "mla":
-        g = layout.groups[0]
-        return (f"block bytes = {g.real_layers} layers x {g.layer.head_dim} latent x {bs} tokens x {kvb} B "
-                f"= {layout.block_bytes:,} B (MLA: no K/V factor, whole on every rank)")
+    if layout.single_spec:
+        group = layout.groups[0]
+        return f"block bytes = {group.layer.block_formula(group.real_layers, plan.tensor_parallel, bs, kvb)}"
     kinds = ", ".join(f"{g.real_layers}x {g.layer.describe()}" for g in layout.groups)
     return (f"{layout.num_groups} KV groups of {layout.groups[0].slots} layer slots ({kinds}); page = {bs} tokens x "
             f"{layout.page_bytes // bs:,} B = {layout.page_bytes:,} B per layer; block bytes = page x "
             f"{layout.groups[0].slots} = {layout.block_bytes:,} B")
+
+
+def knobs_line(plan: Plan) -> str:
+    """The settings in force, in the engine's own names; a setting the engine does not have is left out."""
+    eng = plan.engine
+    parts = [(eng.utilization_knob, eng.gpu_memory_utilization), ("block", f"{eng.block_size} tokens"),
+             (eng.length_knob, f"{eng.max_model_len:,}"), ("max_num_seqs", eng.max_num_seqs),
+             ("max_num_batched_tokens", eng.max_num_batched_tokens)]
+    return ", ".join(f"{name} {value}" for name, value in parts if value is not None)
 
 
 def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
@@ -74,15 +77,13 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
     title = (f"{plan.model.id} on {plan.gpu.count}x {plan.gpu.name} · {eng.name}{version} · "
              f"TP {plan.tensor_parallel} PP {plan.pipeline_parallel}")
     facts = Table.grid(padding=(0, 2))
-    util = f"{eng.gpu_memory_utilization}" if eng.gpu_memory_utilization is not None else "-"
-    facts.add_row("knobs", f"utilization {util}, block {eng.block_size} tokens, max_model_len {eng.max_model_len:,}, "
-                           f"max_num_seqs {eng.max_num_seqs}, max_num_batched_tokens {eng.max_num_batched_tokens}")
+    facts.add_row("knobs", knobs_line(plan))
     facts.add_row("KV", f"{plan.kv_dtype} ({plan.kv_bytes} B), {plan.layout.bytes_per_token:,} B per token "
                         f"on the limiting rank")
     facts.add_row("formula", formula(plan))
     kv_bytes = plan.memory.kv_cache_bytes
     facts.add_row("pool", f"{max(kv_bytes, 0):,} B // {plan.layout.block_bytes:,} B = {cap.num_blocks:,} blocks")
-    facts.add_row("KV cache", f"[bold]{cap.tokens:,} tokens[/bold] (as vLLM logs 'GPU KV cache size')")
+    facts.add_row("KV cache", f"[bold]{cap.tokens:,} tokens[/bold] (as {eng.label} logs '{eng.kv_log}')")
     facts.add_row("concurrency", f"[bold]{cap.max_concurrency:.2f}x[/bold] at {eng.max_model_len:,} tokens per request "
                                  f"({cap.blocks_per_request:,} blocks each)")
     facts.add_row("longest fit", f"{cap.max_model_len_that_fits:,} tokens for one request")

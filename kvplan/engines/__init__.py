@@ -1,21 +1,28 @@
-"""One module per engine budget rule; each exposes plan(spec, deployment, gpu, gpu_cc, ladder) -> Plan."""
+"""The engine registry: the one list of engines, each module holding one Engine (its budget rule)."""
 
 from __future__ import annotations
 
-from kvplan.deployment import Deployment
-from kvplan.models.model import ModelSpec
-from kvplan.plan import GpuChoice, Plan
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvplan.deployment import Deployment
+    from kvplan.engines.base import Engine
+    from kvplan.models.model import ModelSpec
+    from kvplan.plan import GpuChoice, Plan
+
+NAMES = ("vllm", "sglang", "trtllm", "simple")
 
 
-def estimate(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None = None,
-             ladder: list[int] | None = None) -> Plan:
-    dep.validate(spec.num_attention_heads, spec.num_layers)
-    if dep.engine == "vllm":
-        from kvplan.engines import vllm as engine
-    elif dep.engine == "sglang":
-        from kvplan.engines import sglang as engine  # type: ignore[no-redef]
-    elif dep.engine == "trtllm":
-        from kvplan.engines import trtllm as engine  # type: ignore[no-redef]
-    else:
-        from kvplan.engines import simple as engine  # type: ignore[no-redef]
-    return engine.plan(spec, dep, gpu, gpu_cc, ladder)
+def engine(name: str) -> Engine:
+    if name not in NAMES:
+        raise ValueError(f"unknown engine {name!r}")
+    module: Any = import_module(f"kvplan.engines.{name}")
+    return module.ENGINE
+
+
+def estimate(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, ladder: list[int] | tuple[int, ...] = (),
+             draft: ModelSpec | None = None) -> Plan:
+    from kvplan.engines.base import Target, plan
+
+    return plan(engine(dep.engine), Target(spec, dep, gpu, tuple(ladder), draft))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.capacity import concurrency, context_ladder, pipeline_stages, pool_layout
+from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
+from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import FullAttention, Layer
+from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.units import GiB, canonical_dtype, dtype_bytes
@@ -33,34 +34,44 @@ class Prepared:
     notes: list[str]
 
 
-def prepare(spec: ModelSpec, dep: Deployment, every_token_cached: bool = False) -> Prepared:
-    dtype = model_dtype(spec, dep)
+def prepare(target: Target, flat_pool: bool = False) -> Prepared:
+    """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool)."""
+    spec, dep = target.spec, target.deployment
+    dtype, dtype_note = model_dtype(spec, dep, target.gpu)
     kv_name, kv_bytes = kv_dtype(dep, dtype)
     weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, dep))
-    drafts, draft_decoders, draft_note = draft_layers(spec, dep)
-    notes = [note for note in (weights.note, draft_note) if note]
-    if every_token_cached and any(layer.kind in ("sliding", "chunked") for layer in spec.layers):
+    drafts, draft_weights, draft_note = draft_layers(target, dtype)
+    notes = [note for note in (dtype_note, weights.note, draft_note) if note]
+    if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
-    for stage in stages(spec, dep, drafts, every_token_cached):
+    for stage in stages(spec, dep, drafts, flat_pool):
         measured = dep.weights_memory_bytes
-        weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp, draft_decoders)
+        weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp) + (
+            -(-draft_weights // tp) if stage.last else 0)
         stage_list.append(replace(stage, weights_bytes=weight_bytes))
     return Prepared(kv_name, kv_bytes, stage_list, notes)
 
 
-def model_dtype(spec: ModelSpec, dep: Deployment) -> str:
+def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) -> tuple[str, str | None]:
+    """The dtype weights are served in, and a note when the GPU changed it."""
     if dep.dtype != "auto":
-        return canonical_dtype(dep.dtype)
+        return canonical_dtype(dep.dtype), None
     configured = canonical_dtype(spec.dtype)
     # Engines serve float32 checkpoints in 16-bit unless told otherwise.
-    return "bfloat16" if configured in ("float32", "fp8_e4m3", "fp8") else configured
+    dtype = "bfloat16" if configured in ("float32", "fp8_e4m3", "fp8") else configured
+    major = gpu.compute_major if gpu is not None else None
+    if dtype == "bfloat16" and major is not None and major < 8:
+        # vLLM casts an automatic bfloat16 to float16 on GPUs without bfloat16 (compute capability < 8.0).
+        return "float16", f"{gpu.name if gpu else 'this GPU'} has no bfloat16 (compute capability " \
+                          f"{gpu.compute_capability if gpu else '?'}): served in float16, as vLLM does"
+    return dtype, None
 
 
 def kv_dtype(dep: Deployment, model: str) -> tuple[str, int]:
     name = model if dep.kv_cache_dtype == "auto" else dep.kv_cache_dtype
-    return name, dtype_bytes(name, "--kv-cache-dtype")
+    return name, dtype_bytes(name, dep.where("kv_cache_dtype"))
 
 
 def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
@@ -69,47 +80,49 @@ def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
     return spec.quantization.method.lower() if spec.quantization else None
 
 
-def draft_layers(spec: ModelSpec, dep: Deployment) -> tuple[list[Layer], int, str | None]:
-    """Attention layers a speculative-decoding drafter adds to the last stage, and how many decoder layers
-    of weights come with them."""
-    config = dep.speculative_config
+def draft_layers(target: Target, dtype: str) -> tuple[list[Layer], int, str | None]:
+    """KV layers a speculative-decoding drafter adds to the last stage, and the bytes of its weights."""
+    spec, config = target.spec, target.deployment.speculative_config
     if not config:
         return [], 0, None
     method = str(config.get("method") or ("draft_model" if config.get("model") else "")).lower()
-    if method in ("ngram", "suffix", "medusa", ""):
+    if method in ("ngram", "suffix", "medusa", "mlp_speculator", ""):
         return [], 0, None
-    if "mtp" in method:
-        count = spec.mtp_layers or 1
-    else:
-        count = int(config.get("num_hidden_layers") or 1)
-    template = next((layer for layer in spec.kv_layers), None)
+    if target.draft is not None:
+        draft = target.draft
+        layers = list(draft.kv_layers)
+        draft_bytes = weight_layout(draft, dtype_bytes(dtype), None)
+        total = draft_bytes.per_layer * draft.num_layers + draft_bytes.embeddings + draft_bytes.lm_head
+        note = (f"speculative decoding ({method}): draft model {draft.id}, its own {len(layers)} KV layer(s) "
+                f"and {total / GiB:.2f} GiB of weights on the last stage")
+        return layers, total, note
+    count = spec.mtp_layers or 1 if "mtp" in method else int(config.get("num_hidden_layers") or 1)
+    template = next(iter(spec.kv_layers), None)
     if template is None:
         return [], 0, None
-    layer = template if template.kind == "mla" else FullAttention(template.kv_heads, template.head_dim)
-    note = (f"speculative decoding ({method}): {count} draft layer(s) with the target's KV geometry; a separate "
-            "draft model's own geometry is not read")
-    return [layer] * count, count, note
+    weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, target.deployment))
+    note = (f"speculative decoding ({method}): {count} draft layer(s) with the target's KV geometry (name the "
+            "draft 'model' in --speculative-config to count its own)")
+    return [template.as_full()] * count, weights.per_layer * count, note
 
 
-def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], every_token_cached: bool = False) -> list[Stage]:
-    """every_token_cached: the engine keeps all tokens in sliding and chunked layers too (one flat pool)."""
+def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: bool = False) -> list[Stage]:
     ranges = pipeline_stages(spec.num_layers, dep.pipeline_parallel_size)
     result = []
     for index, span in enumerate(ranges):
         last = index == len(ranges) - 1
         layers = [spec.layers[i] for i in span] + (drafts if last else [])
-        if every_token_cached:
+        if flat_pool:
             layers = [layer.as_full() for layer in layers]
         result.append(Stage(layers, len(span), index == 0, last))
     return result
 
 
-def stage_weights(weights: WeightLayout, stage: Stage, tp: int, pp: int, draft_decoder_layers: int) -> int:
+def stage_weights(weights: WeightLayout, stage: Stage, tp: int, pp: int) -> int:
     total = weights.per_layer * stage.decoder_layers
     if stage.first:
         total += weights.embeddings + weights.vision
     if stage.last:
-        total += weights.per_layer * draft_decoder_layers
         # A tied lm_head is the embedding itself, unless the embedding lives on another stage.
         total += weights.lm_head or (weights.embeddings if pp > 1 else 0)
     return -(-total // tp)
@@ -120,62 +133,92 @@ def check_max_model_len(spec: ModelSpec, dep: Deployment) -> int:
         return spec.max_context
     if dep.max_model_len > spec.max_context:
         raise KvplanError(f"User-specified max_model_len ({dep.max_model_len}) is greater than the derived "
-                          f"max_model_len ({spec.max_context}) of {spec.id}", "--max-model-len")
+                          f"max_model_len ({spec.max_context}) of {spec.id}", dep.where("max_model_len"))
     return dep.max_model_len
 
 
-def build_plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, settings: EngineSettings, prepared: Prepared,
-               memories: list[Memory], ladder_contexts: list[int] | None, notes: list[str], engine_label: str,
-               concurrency_in_tokens: bool = False) -> Plan:
-    """concurrency_in_tokens: V0's rule, pool tokens / max_model_len, instead of blocks per request."""
+def ladder_contexts(target: Target, max_model_len: int) -> tuple[list[int], str | None]:
+    """The ladder's contexts, none longer than max_model_len: a longer request is refused by the engine."""
+    wanted = context_ladder(max_model_len, list(target.ladder) or None)
+    clipped = sorted({min(context, max_model_len) for context in wanted})
+    above = [context for context in wanted if context > max_model_len]
+    note = (f"contexts above max_model_len {max_model_len:,} shown at {max_model_len:,}: "
+            f"{', '.join(f'{c:,}' for c in above)}") if above else None
+    return clipped, note
+
+
+def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, memories: list[Memory],
+               notes: list[str]) -> Plan:
+    spec, dep, gpu = target.spec, target.deployment, target.gpu
     tp = dep.tensor_parallel_size
-    kv_name, kv_bytes = prepared.kv_name, prepared.kv_bytes
-    notes = prepared.notes + notes
+    notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
-    layouts = [pool_layout(stage.layers, settings.block_size, kv_bytes, tp) for stage in prepared.stages]
-    blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in zip(layouts, memories, strict=True)]
+    layouts = [pool_layout(stage.layers, settings.block_size, prepared.kv_bytes, tp) for stage in prepared.stages]
+    pairs = list(zip(layouts, memories, strict=True))
+    blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in pairs]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
     per_request = layout.blocks_per_request(length, mnbt)
     request_bytes = layout.request_bytes(length, mnbt)
-    fits_everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups
-                          for lay, mem in zip(layouts, memories, strict=True))
-    upper = max(spec.max_context, length)
-    longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, upper) for lay, mem in zip(layouts, memories, strict=True))
+    fits_everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups for lay, mem in pairs)
+    # vLLM's estimate of the longest request searches up to max_model_len, never beyond it.
+    longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, length) for lay, mem in pairs)
 
+    contexts, ladder_note = ladder_contexts(target, length)
+    if ladder_note:
+        notes.append(ladder_note)
     ladder = []
-    for context in context_ladder(length, ladder_contexts):
+    for context in contexts:
         need = layout.blocks_per_request(context, mnbt)
         kv_limited = num_blocks // need if need else 0
         cap = settings.max_num_seqs
         ladder.append(LadderRung(context, min(kv_limited, cap) if cap else kv_limited, kv_limited))
 
-    error = None
+    error = _startup_error(target, settings, layout, memories, memory, fits_everywhere, request_bytes, longest)
     if not layout.groups:
         notes.append("the model has no attention KV cache (state-only layers); the block pool does not apply")
-    elif memory.kv_cache_bytes <= 0:
-        error = (f"{engine_label} would refuse to start: no memory is left for KV cache blocks "
-                 f"({memory.kv_cache_bytes / GiB:.2f} GiB). Raise --gpu-memory-utilization, add GPUs, or use a "
-                 "smaller or quantized model.")
-    elif not fits_everywhere:
-        error = (f"{engine_label} would refuse to start: one request of max_model_len {length} needs "
-                 f"{request_bytes / GiB:.2f} GiB of KV cache, more than the {memory.kv_cache_bytes / GiB:.2f} GiB "
-                 f"available; the estimated maximum model length is {longest}. Raise "
-                 "--gpu-memory-utilization or lower --max-model-len.")
+    concurrency_value = (num_blocks * settings.block_size / length if settings.concurrency_in_tokens
+                         else concurrency(num_blocks, per_request))
     capacity = Capacity(
-        num_blocks=num_blocks, tokens=layout.reported_tokens(num_blocks),
-        max_concurrency=round(num_blocks * settings.block_size / length if concurrency_in_tokens
-                              else concurrency(num_blocks, per_request), 2), fits=error is None and bool(layout.groups),
-        max_model_len_that_fits=longest, blocks_per_request=per_request, request_bytes=request_bytes,
-        ladder=tuple(ladder))
+        num_blocks=num_blocks, tokens=layout.reported_tokens(num_blocks), max_concurrency=round(concurrency_value, 2),
+        fits=error is None and bool(layout.groups), max_model_len_that_fits=longest, blocks_per_request=per_request,
+        request_bytes=request_bytes, ladder=tuple(ladder))
     if layout.padding_layers:
         waste = layout.padding_layers / (sum(g.slots for g in layout.groups)) * 100
         notes.append(f"{layout.padding_layers} padding layers to make equal KV groups (up to {waste:.2f}% of "
                      "the pool unused)")
-    if any(layer.kind == "none" for layer in spec.layers) and layout.groups:
+    if any(not layer.holds_kv for layer in spec.layers) and layout.groups:
         notes.append("state-only (Mamba / linear attention) layers hold a per-sequence state that is not "
                      "counted in the block pool")
+    if dep.data_parallel_size > 1:
+        notes.append(f"data parallel {dep.data_parallel_size}: each replica has its own weights and this pool; "
+                     f"{dep.data_parallel_size} x the requests at once in all")
     return Plan(model=spec, gpu=gpu, tensor_parallel=tp, pipeline_parallel=dep.pipeline_parallel_size,
-                engine=settings, kv_dtype=kv_name, kv_bytes=kv_bytes, layout=layout, memory=memory,
-                capacity=capacity, limiting_stage=limiting, error=error, notes=tuple(notes + list(spec.notes)))
+                engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
+                capacity=capacity, limiting_stage=limiting, error=error,
+                notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+
+
+def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],
+                   memory: Memory, fits_everywhere: bool, request_bytes: int, longest: int) -> str | None:
+    """The engine's own refusal to start, worded with its own knob names."""
+    label, util, length_knob = settings.label, settings.utilization_knob, settings.length_knob
+    if not layout.groups:
+        return None
+    if target.deployment.kv_cache_memory_bytes is not None:
+        over = [m for m in memories if m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
+        if over:
+            m = over[0]
+            return (f"{label} would fail to allocate: a KV pool of {m.kv_cache_bytes / GiB:.2f} GiB and "
+                    f"{m.weights_bytes / GiB:.2f} GiB of weights exceed the GPU's {m.total_bytes / GiB:.2f} GiB "
+                    "(CUDA out of memory). Give a smaller KV cache memory size.")
+    if memory.kv_cache_bytes <= 0:
+        return (f"{label} would refuse to start: no memory is left for KV cache blocks "
+                f"({memory.kv_cache_bytes / GiB:.2f} GiB). Raise {util}, add GPUs, or use a smaller or quantized "
+                "model.")
+    if not fits_everywhere:
+        return (f"{label} would refuse to start: one request of {length_knob} {settings.max_model_len} needs "
+                f"{request_bytes / GiB:.2f} GiB of KV cache, more than the {memory.kv_cache_bytes / GiB:.2f} GiB "
+                f"available; the estimated maximum model length is {longest}. Raise {util} or lower {length_knob}.")
+    return None

@@ -3,10 +3,9 @@ is held back for activations and CUDA graphs (ModelRunner.profile_max_num_token)
 
 from __future__ import annotations
 
-from kvplan.deployment import Deployment
 from kvplan.engines import common
-from kvplan.models.model import ModelSpec
-from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.engines.base import Target
+from kvplan.plan import EngineSettings, Memory
 from kvplan.units import GiB, MiB
 
 
@@ -19,22 +18,34 @@ def default_mem_fraction(total_bytes: int, tp: int, pp: int) -> tuple[float, int
     return round((total_bytes / MiB - reserved_mib) / (total_bytes / MiB), 3), chunked, graph_bs
 
 
-def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
-         ladder: list[int] | None = None) -> Plan:
-    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-    max_model_len = common.check_max_model_len(spec, dep)
-    fraction, chunked, _ = default_mem_fraction(gpu.memory_bytes, tp, pp)
-    util = dep.gpu_memory_utilization or fraction
-    prepared = common.prepare(spec, dep, every_token_cached=True)
-    held_back = int(gpu.memory_bytes * (1 - util))
-    memories = []
-    for stage in prepared.stages:
+class Sglang:
+    name = "sglang"
+    label = "SGLang"
+    kv_log = "KV Cache is allocated. #tokens: N"
+    flat_pool = True
+
+    def settings(self, target: Target) -> EngineSettings:
+        dep, gpu = target.deployment, target.gpu
+        fraction, chunked, _ = default_mem_fraction(gpu.memory_bytes, dep.tensor_parallel_size,
+                                                    dep.pipeline_parallel_size)
+        return EngineSettings(
+            "sglang", self.label, self.kv_log, dep.engine_version, dep.gpu_memory_utilization or fraction,
+            dep.block_size or 1, common.check_max_model_len(target.spec, dep), dep.max_num_seqs,
+            dep.max_num_batched_tokens or chunked, utilization_knob="mem_fraction_static",
+            length_knob="context_length")
+
+    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+                     last: bool) -> Memory:
+        dep, total = target.deployment, target.gpu.memory_bytes
+        held_back = int(total * (1 - (settings.gpu_memory_utilization or 1)))
         pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else \
-            gpu.memory_bytes - stage.weights_bytes - held_back
-        memories.append(Memory(gpu.memory_bytes, gpu.memory_bytes - held_back, stage.weights_bytes,
-                               reserve_bytes=held_back, kv_cache_bytes=pool))
-    settings = EngineSettings("sglang", dep.engine_version, util, dep.block_size or 1, max_model_len,
-                              dep.max_num_seqs, dep.max_num_batched_tokens or chunked)
-    notes = [f"mem_fraction_static {util} (SGLang's default heuristic for this GPU unless "
-             "--gpu-memory-utilization is given)"]
-    return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "SGLang")
+            total - weights_bytes - held_back
+        return Memory(total, total - held_back, weights_bytes, reserve_bytes=held_back, kv_cache_bytes=pool)
+
+    def notes(self, target: Target, settings: EngineSettings) -> list[str]:
+        given = target.deployment.gpu_memory_utilization is not None
+        return [f"mem_fraction_static {settings.gpu_memory_utilization}"
+                + ("" if given else " (SGLang's default heuristic for this GPU)")]
+
+
+ENGINE = Sglang()

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kvplan.deployment import Deployment
 from kvplan.engines import common
+from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
-from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
 
 LATEST = "0.29.0"
@@ -49,15 +49,15 @@ ERAS = (
 CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB  # v0.19 estimates: 0.55 GiB / 32 layers .. 1.05 GiB / 62 layers
 
 
-def parse_version(text: str) -> tuple[int, int]:
+def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
     match = re.match(r"^v?(\d+)\.(\d+)", text.strip())
     if not match:
-        raise KvplanError(f"cannot read {text!r} as a vLLM version; write e.g. 0.19 or 0.11.0", "--vllm-version")
+        raise KvplanError(f"cannot read {text!r} as a vLLM version; write e.g. 0.19 or 0.11.0", where)
     return int(match.group(1)), int(match.group(2))
 
 
-def era_of(version: str) -> Era:
-    wanted = parse_version(version)
+def era_of(version: str, where: str = "--vllm-version") -> Era:
+    wanted = parse_version(version, where)
     chosen = ERAS[0][1]
     for first, era in ERAS:
         if wanted >= first:
@@ -65,9 +65,8 @@ def era_of(version: str) -> Era:
     return chosen
 
 
-def default_block_size(spec: ModelSpec, gpu_cc: str | None) -> int:
-    if any(layer.kind == "mla" for layer in spec.layers) and gpu_cc:
-        major = int(gpu_cc.split(".")[0])
+def default_block_size(spec: ModelSpec, major: int | None) -> int:
+    if any(layer.kind == "mla" for layer in spec.layers) and major is not None:
         if major >= 10:
             return 128  # CUTLASS MLA on Blackwell
         if major == 9:
@@ -88,44 +87,56 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     return int(logits + hidden + mlp + moe) + era.fixed_bytes
 
 
-def plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, gpu_cc: str | None,
-         ladder: list[int] | None = None) -> Plan:
-    version = dep.engine_version or LATEST
-    era = era_of(version)
-    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-    notes: list[str] = []
-    max_model_len = common.check_max_model_len(spec, dep)
+def batch_defaults(gpu: GpuChoice, era: Era, max_model_len: int) -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens when not given (EngineArgs.get_batch_defaults)."""
     big = gpu.memory_bytes >= BIG_GPU_BYTES and "a100" not in gpu.name.lower()
-    max_num_seqs = dep.max_num_seqs or (256 if era.v0 or not big else 1024)
-    if dep.max_num_batched_tokens:
-        mnbt = dep.max_num_batched_tokens
-    elif era.v0:
+    seqs = 256 if era.v0 or not big else 1024
+    if era.v0:
         # V0 profiled whole prompts up to 32K; longer contexts switched chunked prefill on, 512-token chunks.
-        mnbt = max(max_model_len, 2048) if max_model_len <= 32768 else 512
-    else:
-        mnbt = 8192 if big else 2048
-    block_size = dep.block_size or default_block_size(spec, gpu_cc)
-    util = dep.gpu_memory_utilization or era.default_utilization
+        return seqs, max(max_model_len, 2048) if max_model_len <= 32768 else 512
+    return seqs, 8192 if big else 2048
 
-    prepared = common.prepare(spec, dep)
-    memories = []
-    for stage in prepared.stages:
-        budget = int(gpu.memory_bytes * util)
-        weight_bytes = stage.weights_bytes
+
+class Vllm:
+    name = "vllm"
+    label = "vLLM"
+    kv_log = "GPU KV cache size"
+    flat_pool = False
+
+    def settings(self, target: Target) -> EngineSettings:
+        spec, dep, gpu = target.spec, target.deployment, target.gpu
+        version = dep.engine_version or LATEST
+        era = era_of(version, dep.where("engine_version"))
+        max_model_len = common.check_max_model_len(spec, dep)
+        default_seqs, default_tokens = batch_defaults(gpu, era, max_model_len)
+        return EngineSettings(
+            "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
+            dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len,
+            dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens,
+            concurrency_in_tokens=era.v0)
+
+    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+                     last: bool) -> Memory:
+        spec, dep, gpu = target.spec, target.deployment, target.gpu
+        era = era_of(settings.version or LATEST)
+        budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
         if dep.kv_cache_memory_bytes is not None:
-            memories.append(Memory(gpu.memory_bytes, budget, weight_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes))
-            continue
-        act = activation_bytes(era, spec, tp, max_num_seqs if stage.last else 0, mnbt)
+            return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
+        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
+                               settings.max_num_batched_tokens or settings.max_model_len)
         non_torch = era.non_torch_multi if tp * pp > 1 else era.non_torch_single
-        graphs = 0
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
-        if use_graphs and not dep.enforce_eager:
-            graphs = CUDA_GRAPH_BYTES_PER_LAYER * stage.decoder_layers
-        available = budget - weight_bytes - act - non_torch - graphs
-        memories.append(Memory(gpu.memory_bytes, budget, weight_bytes, act, non_torch, graphs, 0, available))
-    if dep.kv_cache_memory_bytes is not None:
-        notes.append("--kv-cache-memory given: vLLM skips profiling and gpu_memory_utilization")
-    settings = EngineSettings("vllm", version, util, block_size, max_model_len, max_num_seqs, mnbt)
-    notes.append(f"vLLM accounting era: {era.name}")
-    return common.build_plan(spec, dep, gpu, settings, prepared, memories, ladder, notes, "vLLM",
-                             concurrency_in_tokens=era.v0)
+        graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers if use_graphs and not dep.enforce_eager else 0
+        available = budget - weights_bytes - act - non_torch - graphs
+        return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
+
+    def notes(self, target: Target, settings: EngineSettings) -> list[str]:
+        notes = []
+        if target.deployment.kv_cache_memory_bytes is not None:
+            notes.append("KV cache memory given: vLLM skips profiling and gpu_memory_utilization")
+        notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        return notes
+
+
+ENGINE = Vllm()

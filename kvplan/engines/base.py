@@ -1,0 +1,52 @@
+"""The Engine interface and the one planning loop every engine shares: check the deployment against the model
+and GPU, settle the engine's settings, prepare the stages, take each stage's budget, build the Plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kvplan.deployment import Deployment
+from kvplan.models.model import ModelSpec
+from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is planned: the model (and a separate speculative draft model, when one is named), on which GPU,
+    deployed how, and which contexts the concurrency ladder shows."""
+
+    spec: ModelSpec
+    deployment: Deployment
+    gpu: GpuChoice
+    ladder: tuple[int, ...] = ()
+    draft: ModelSpec | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+class Engine(Protocol):
+    name: str  # the --engine value
+    label: str  # how the engine names itself in messages
+    kv_log: str  # the log line whose token count Capacity.tokens reproduces
+    flat_pool: bool  # one pool in which every layer caches every token (no sliding-window savings)
+
+    def settings(self, target: Target) -> EngineSettings: ...
+
+    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+                     last: bool) -> Memory:
+        """One rank of one pipeline stage: what the engine's budget rule leaves for the KV pool."""
+        ...
+
+    def notes(self, target: Target, settings: EngineSettings) -> list[str]: ...
+
+
+def plan(engine: Engine, target: Target) -> Plan:
+    from kvplan.deployment.rules import check
+    from kvplan.engines import common
+
+    check(target.deployment, target.spec, target.gpu)
+    settings = engine.settings(target)
+    prepared = common.prepare(target, flat_pool=engine.flat_pool)
+    memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
+                for stage in prepared.stages]
+    return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings))

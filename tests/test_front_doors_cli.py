@@ -1,0 +1,184 @@
+"""The front doors from the command line, and the wrong answers a new user found (each failed before)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kvplan.units import GiB
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def plan_of(*args):
+    split = args.index("--") if "--" in args else len(args)  # kvplan's own flags go before a pasted command
+    result = run("estimate", *args[:split], "--json", *args[split:])
+    assert result.returncode in (0, 1), result.stderr
+    return result, json.loads(result.stdout)
+
+
+def one_line_error(result, *fragments):
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_pasted_vllm_serve_equals_kvplan_flags():
+    _, pasted = plan_of("--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "32768",
+                        "-tp", "2", "--port", "8000", "--served-model-name", "qwen", "--trust-remote-code")
+    _, flags = plan_of("--gpu", "h100", "--model", "Qwen/Qwen2.5-7B", "--max-model-len", "32768", "-tp", "2")
+    assert pasted["capacity"] == flags["capacity"] and pasted["memory"] == flags["memory"]
+    assert pasted["gpu"]["count"] == 2 and pasted["parallel"]["tensor"] == 2
+    assert any(note.startswith("not memory-relevant: --port, --served-model-name, --trust-remote-code")
+               for note in pasted["notes"])
+
+
+def test_pasted_sglang_command_sets_the_engine():
+    _, plan = plan_of("--gpu", "h100", "--", "python", "-m", "sglang.launch_server", "--model-path",
+                      "Qwen/Qwen2.5-7B", "--tp-size", "2", "--mem-fraction-static", "0.8", "--context-length", "8192")
+    assert plan["engine"]["name"] == "sglang" and plan["engine"]["gpu_memory_utilization"] == 0.8
+    # SGLang: pool = total - weights - total x (1 - 0.8), on each of 2 ranks; 1-token pages of
+    # 2 x 28 layers x (4 KV heads / 2) x 128 x 2 B = 28,672 B per token per rank
+    total, weights = 85_018_877_624, plan["memory"]["weights_bytes"]
+    assert plan["memory"]["kv_cache_bytes"] == total - weights - int(total * (1 - 0.8))
+    assert plan["capacity"]["num_blocks"] == plan["memory"]["kv_cache_bytes"] // 28_672
+
+
+def test_config_file_and_explicit_flags(tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: Qwen/Qwen2.5-7B\nmax-model-len: 16384\ngpu_memory_utilization: 0.8\nport: 8000\n")
+    _, plan = plan_of("--gpu", "h100", "--config", str(config), "--max-model-len", "8192")
+    assert plan["engine"]["max_model_len"] == 8192  # the flag wins over the file
+    assert plan["engine"]["gpu_memory_utilization"] == 0.8  # the file's value stays
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: Qwen/Qwen2.5-7B\nmax-num-seqs: -4\n")
+    one_line_error(run("estimate", "--gpu", "h100", "--config", str(bad)), f"{bad}:2: max-num-seqs", "got -4")
+
+
+def test_unknown_and_renamed_flags():
+    one_line_error(run("estimate", "--gpu", "h100", "--model", "Qwen/Qwen2.5-7B", "--max-model-lne", "8192"),
+                   "--max-model-lne", "did you mean --max-model-len")
+    one_line_error(run("estimate", "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--weights-memory",
+                       "10GB"), "--weights-memory", "kvplan's own flag")
+
+
+def test_tensor_parallel_size_vllm_refuses():
+    # Qwen2.5-7B: 28 attention heads divide by 7, but its 4 KV heads and 7 do not divide one another
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "-tp", "7"), "-tp", "4 KV heads")
+    # Llama-3.1-8B: 32 heads are not divisible by 3 (vLLM's own message)
+    one_line_error(run("estimate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--tensor_parallel_size=3"),
+                   "--tensor_parallel_size=3", "Total number of attention heads (32) must be divisible by tensor "
+                   "parallel size (3).")
+
+
+def test_kv_cache_memory_larger_than_the_gpu_does_not_fit():
+    # RTX 3090: 23.56 GiB in all; 30 GiB of KV plus 14.19 GiB of weights cannot be allocated
+    result, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "8192",
+                           "--kv-cache-memory-bytes", "30GiB")
+    assert result.returncode == 1 and plan["capacity"]["fits"] is False
+    assert "would fail to allocate" in plan["error"]
+
+
+def test_ladder_and_longest_fit_never_exceed_max_model_len():
+    # Qwen2.5-7B fits 8,192 tokens easily on an H100 (about 1.1M tokens of pool): the longest fit is 8,192,
+    # not the pool's size, and rungs asked above 8,192 are shown at 8,192
+    _, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192",
+                      "--context", "4K,8K,32K,128K")
+    assert plan["capacity"]["max_model_len_that_fits"] == 8192
+    assert [rung["context"] for rung in plan["capacity"]["ladder"]] == [4096, 8192]
+    assert any("contexts above max_model_len 8,192" in note for note in plan["notes"])
+
+
+def test_no_fp8_levers_without_fp8_hardware():
+    # The README's case: Qwen2.5-7B at 131,072 tokens does not fit on an RTX 3090 (Ampere, no FP8 units)
+    _, ampere = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090")
+    assert ampere["levers"] and not any("fp8" in lever["flags"] for lever in ampere["levers"])
+    # the same on an RTX 4090 (Ada, FP8) proposes the FP8 KV cache
+    _, ada = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090")
+    assert any(lever["flags"] == "--kv-cache-dtype fp8" for lever in ada["levers"])
+
+
+def test_bfloat16_on_pre_ampere_gpus():
+    # T4 (compute capability 7.5): a bfloat16 checkpoint is served in float16, as vLLM does
+    _, plan = plan_of("--model", "Qwen/Qwen2.5-0.5B", "--gpu", "t4", "--max-model-len", "4096")
+    assert plan["kv"]["dtype"] == "float16"
+    assert any("no bfloat16" in note for note in plan["notes"])
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-0.5B", "--gpu", "t4", "--dtype", "bfloat16"),
+                   "--dtype", "compute capability of at least 8.0")
+
+
+def test_quantization_checks():
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "-q", "bogus"), "-q",
+                   "invalid choice 'bogus'", "awq")
+    one_line_error(run("estimate", "--model", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "--gpu", "h100",
+                       "-tp", "2", "--quantization", "awq"), "--quantization",
+                   "does not match the quantization method specified in the `quantization` argument (awq)")
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ('{"method": "eagle9"}', "unknown method 'eagle9'"),
+    ('{"method": "ngram", "num_speculative_tokens": 0}', "positive integer"),
+    ('{"method": "ngram"}', "required for the ngram method"),
+    ('{"num_speculative_tokens": 3}', "needs a 'method'"),
+])
+def test_speculative_config_is_validated(config, fragment):
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--speculative-config", config),
+                   "--speculative-config", fragment)
+
+
+def test_draft_model_is_counted_with_its_own_layers():
+    common = ("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--max-model-len", "8192")
+    _, alone = plan_of(*common)
+    _, drafted = plan_of(*common, "--speculative-config",
+                         '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", '
+                         '"num_speculative_tokens": 4}')
+    # target: 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token; the 1B draft adds its own
+    # 16 layers x 2 x 8 KV heads x 64 head dim x 2 B = 32,768 B per token
+    assert alone["kv"]["bytes_per_token"] == 131_072
+    assert drafted["kv"]["bytes_per_token"] == 131_072 + 32_768
+    # and its weights: Llama-3.2-1B's 1,235,814,400 parameters in bf16, tied embeddings counted once
+    assert drafted["memory"]["weights_bytes"] - alone["memory"]["weights_bytes"] == 1_235_814_400 * 2
+
+
+def test_engine_wording():
+    for engine, line in (("vllm", "as vLLM logs 'GPU KV cache size'"),
+                         ("sglang", "as SGLang logs 'KV Cache is allocated. #tokens: N'"),
+                         ("trtllm", "as TensorRT-LLM logs 'Allocated ... GiB for max tokens in paged KV cache (N)'")):
+        result = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192",
+                     "--engine", engine)
+        assert result.returncode == 0 and line in result.stdout, engine
+        assert "None" not in result.stdout, engine
+    sglang = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--engine", "sglang", "--max-model-len",
+                 "8192")
+    assert "mem_fraction_static" in sglang.stdout and "context_length 8,192" in sglang.stdout
+
+
+def test_several_gpus_exit_0_only_when_every_gpu_fits():
+    # Llama-3.1-8B at 131,072 tokens: 16 GiB of KV per request fits an H100 but not an RTX 3090
+    result, plans = plan_of("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100,rtx3090")
+    assert [p["capacity"]["fits"] for p in plans] == [True, False] and result.returncode == 1
+    result, plans = plan_of("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100,h200")
+    assert all(p["capacity"]["fits"] for p in plans) and result.returncode == 0
+
+
+def test_version_module_and_schema():
+    from kvplan import __version__
+
+    assert run("--version").stdout == f"kvplan {__version__}\n"
+    schema = json.loads(run("estimate", "--schema").stdout)
+    assert "max_model_len" in schema["properties"]
+
+
+def test_request_bytes_are_in_gib_in_the_error():
+    # Llama-3.1-70B on one RTX 3090 cannot even hold its weights: no memory left for KV blocks
+    result, plan = plan_of("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx3090")
+    assert result.returncode == 1 and "no memory is left for KV cache blocks" in plan["error"]
+    assert plan["memory"]["kv_cache_bytes"] < 0 and plan["memory"]["total_bytes"] < 24 * GiB

@@ -1,0 +1,250 @@
+"""Behaviours pinned through the command line, each expected number derived by hand from the rule's constants.
+
+Constants used below and where they come from:
+- GPU totals (CUDA-reported, the catalogue in kvplan/data/, each with its source): rtx3090 25,297,357,373 B;
+  rtx4090 25,383,256,719 B; l40s 47,803,531,264 B; h100 (SXM) 85,018,877,624 B.
+- vLLM v0.21+ era (kvplan/engines/vllm.py, calibrated in docs/calibration.md): utilization 0.92; sampler
+  3.79 fp32 copies of min(max_num_seqs, max_num_batched_tokens) x vocab; no hidden/mlp copies; moe copies 1.0
+  (0 for dense models); fixed int(0.12 GiB) = 128,849,018 B; non-torch int(0.25 GiB) = 268,435,456 B on one GPU,
+  int(2.1 GiB) = 2,254,857,830 B with TP x PP > 1; CUDA graphs 18 MiB = 18,874,368 B per decoder layer.
+  Below 70 GiB: max_num_seqs 256, max_num_batched_tokens 2048.
+- Weights (kvplan/weights.py): 2 B per parameter at bf16; fp8 keeps embeddings / lm_head at 2 B and the
+  decoder linears at 1 B; the decoder bytes are spread as floor(decoder bytes / layers) per layer; per rank
+  = ceil(stage bytes / TP).
+- Parameter counts: `kvplan models show ID --json` (params, params_breakdown), published exact counts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def estimate_json(*args):
+    result = run("estimate", *args, "--json")
+    assert result.stdout.strip(), result.stderr
+    return result, json.loads(result.stdout)
+
+
+def lever_flags(plan):
+    return [lever["flags"] for lever in plan["levers"]]
+
+
+# --- a. levers: order and values -------------------------------------------------------------------------------
+
+def test_levers_qwen7b_rtx4090_full_context_order_and_values():
+    # The README's example on an RTX 4090 (CUDA total 25,383,256,719 B; Ada, FP8-capable, so the fp8 levers are
+    # real options there). Qwen2.5-7B: 7,615,616,512 params, embeddings = lm_head = 544,997,376, 28 layers,
+    # 4 KV heads x 128, vocab 152,064; block = 2 x 28 x 4 x 128 x 16 x 2 = 917,504 B.
+    #   budget int(25,383,256,719 x 0.92) = 23,352,596,181; weights 7,615,616,512 x 2 = 15,231,233,024;
+    #   activation int(3.79 x 256 x 152,064 x 4) + 128,849,018 = 590,154,301 + 128,849,018 = 719,003,319;
+    #   non-torch 268,435,456; graphs 28 x 18 MiB = 528,482,304
+    #   pool = 23,352,596,181 - 15,231,233,024 - 719,003,319 - 268,435,456 - 528,482,304 = 6,605,442,078
+    #   6,605,442,078 // 917,504 = 7,199 blocks < cdiv(131,072, 16) = 8,192 needed -> does not fit.
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090")
+    assert result.returncode == 1 and plan["capacity"]["fits"] is False
+    assert plan["memory"]["kv_cache_bytes"] == 6_605_442_078
+    # Each lever re-planned by hand (same activation / graphs as above):
+    # TP 2: weights ceil(15,231,233,024 / 2) = 7,615,616,512, non-torch 2,254,857,830, block per rank 458,752
+    #   (2 KV heads): 23,352,596,181 - 7,615,616,512 - 719,003,319 - 2,254,857,830 - 528,482,304 = 12,234,636,216
+    #   // 458,752 = 26,669 blocks -> 426,704 tokens; 26,669 / 8,192 = 3.26 requests.
+    # AWQ: linears 7,615,616,512 - 2 x 544,997,376 = 6,525,621,760 params -> 6,525,621,760 x 4 // 8
+    #   + 6,525,621,760 x 20 // 1024 = 3,262,810,880 + 127,453,550 = 3,390,264,430 B, // 28 x 28 = 3,390,264,416,
+    #   + embeddings and lm_head 2,179,989,504 = 5,570,253,920 -> pool 16,266,421,182 // 917,504 = 17,728 -> 283,648.
+    # fp8 KV: 6,605,442,078 // 458,752 = 14,398 blocks -> 230,368 tokens.
+    # fp8 weights: 6,525,621,760 + 2,179,989,504 = 8,705,611,264 -> pool 13,131,063,838 // 917,504 = 14,311
+    #   -> 228,976 tokens.
+    # max_model_len: longest fit 7,199 x 16 = 115,184, already a multiple of the 16-token block.
+    # Sorted fitting first, then by tokens, cut at 5: utilization 0.95 (int(25,383,256,719 x 0.95) = 24,114,093,883
+    #   -> pool 7,366,939,780 // 917,504 = 8,029 blocks = 128,464 tokens < 131,072, does not fit) is the 6th, left off.
+    assert lever_flags(plan) == ["--tensor-parallel-size 2", "--quantization awq (with a 4-bit checkpoint)",
+                                 "--kv-cache-dtype fp8", "--quantization fp8", "--max-model-len 115184"]
+    assert [lever["tokens"] for lever in plan["levers"]] == [426_704, 283_648, 230_368, 228_976, 115_184]
+    assert all(lever["fits"] for lever in plan["levers"])
+    assert plan["levers"][0]["max_concurrency"] == 3.26
+    # concurrency of the max_model_len lever: 7,199 blocks / cdiv(115,184, 16) = 7,199 / 7,199
+    assert plan["levers"][-1]["max_concurrency"] == 1.0
+    assert plan["capacity"]["max_model_len_that_fits"] == 115_184
+
+
+def test_levers_llama70b_rtx4090_only_tp8_with_fp8():
+    # Llama-3.1-70B: 70,553,706,496 params, embeddings = lm_head = 1,050,673,152, 80 layers, 64 heads, 8 KV heads,
+    # vocab 128,256. At TP 1 the 141 GB of weights leave a negative pool: no max_model_len, fp8-KV or
+    # utilization lever has a token (levers with 0 tokens are dropped), fp8 (72.7 GB) and AWQ do not load either.
+    # Common to TP 8 (budget 23,352,596,181 as above): activation int(3.79 x 256 x 128,256 x 4) + 128,849,018
+    #   = 497,756,405 + 128,849,018 = 626,605,423; non-torch 2,254,857,830; graphs 80 x 18 MiB = 1,509,949,440;
+    #   block per rank 2 x 80 x 1 x 128 x 16 x 2 = 655,360 B; one 131,072-token request needs 8,192 blocks.
+    # TP 8 bf16: linears 70,553,706,496 - 2,101,346,304 = 68,452,360,192 params; x 2 // 80 x 80 = 136,904,720,320
+    #   + 4,202,692,608 -> ceil(/ 8) = 17,638,426,616 -> pool 1,322,756,872 // 655,360 = 2,018 blocks < 8,192.
+    # So the search retries with fp8 weights: TP 2 (36,327,526,384 B) / TP 4 (18,163,763,192 B -> 608 blocks of
+    #   1,310,720 B) do not fit; TP 8 + fp8: (68,452,360,192 // 80 x 80 = 68,452,360,160 + 4,202,692,608) / 8
+    #   = 9,081,881,596 -> pool 23,352,596,181 - 9,081,881,596 - 626,605,423 - 2,254,857,830 - 1,509,949,440
+    #   = 9,879,301,892 // 655,360 = 15,074 blocks -> 241,184 tokens, 15,074 / 8,192 = 1.84 requests.
+    result, plan = estimate_json("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx4090")
+    assert result.returncode == 1
+    assert plan["capacity"]["max_model_len_that_fits"] == 0
+    assert lever_flags(plan) == ["--tensor-parallel-size 8 --quantization fp8"]
+    assert plan["levers"][0]["tokens"] == 241_184 and plan["levers"][0]["max_concurrency"] == 1.84
+
+
+# --- b. the TP lever search over 2 / 4 / 8 -----------------------------------------------------------------------
+
+def test_tp_lever_skips_tp2_that_does_not_fit_and_proposes_tp4():
+    # Qwen2.5-32B: 32,763,876,352 params, embeddings = lm_head = 778,567,680, 64 layers, 40 heads, 8 KV heads.
+    # bf16 stage bytes: linears (32,763,876,352 - 1,557,135,360) x 2 = 62,413,481,984 (// 64 = 975,210,656 per
+    #   layer, exact) + 3,114,270,720 = 65,527,752,704.
+    # TP 2: 32,763,876,352 B of weights per rank > the 23,273,568,783 B budget -> no pool, does not fit.
+    # TP 4: 16,381,938,176 per rank; pool 23,273,568,783 - 16,381,938,176 - 719,003,319 (sampler as for any
+    #   vocab-152,064 model) - 2,254,857,830 - 64 x 18 MiB (1,207,959,552) = 2,709,809,906; block per rank
+    #   2 x 64 x 2 x 128 x 16 x 2 = 1,048,576 -> 2,584 blocks -> 41,344 tokens >= 32,768 (2,048 blocks): fits,
+    #   2,584 / 2,048 = 1.26 requests.
+    common = ("--model", "Qwen/Qwen2.5-32B", "--gpu", "rtx3090", "--max-model-len", "32768")
+    result, plan = estimate_json(*common)
+    assert result.returncode == 1
+    tp_levers = [lever for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"]]
+    assert [lever["flags"] for lever in tp_levers] == ["--tensor-parallel-size 4"]
+    assert tp_levers[0]["tokens"] == 41_344 and tp_levers[0]["fits"] and tp_levers[0]["max_concurrency"] == 1.26
+    _, tp2 = estimate_json(*common, "-tp", "2")
+    assert tp2["memory"]["weights_bytes"] == 32_763_876_352 and tp2["capacity"]["fits"] is False
+    _, tp4 = estimate_json(*common, "-tp", "4")
+    assert tp4["memory"]["kv_cache_bytes"] == 2_709_809_906 and tp4["capacity"]["num_blocks"] == 2_584
+
+
+def test_tp_lever_never_proposes_a_size_that_does_not_divide_the_heads():
+    # Qwen2.5-7B has 28 heads: TP 2 and 4 divide them, TP 8 does not. On an 8 GB device (budget
+    # int(8e9 x 0.92) = 7,360,000,000; activation 719,003,319, non-torch 2,254,857,830, graphs 528,482,304 at
+    # any TP > 1; block per rank with 1 KV head = 2 x 28 x 1 x 128 x 16 x 2 = 229,376 B; 8,192 blocks needed):
+    #   TP 4 bf16: weights 3,807,808,256 -> pool 49,848,291 -> 217 blocks, no fit
+    #   TP 4 + fp8: weights 8,705,611,264 / 4 = 2,176,402,816 -> pool 1,681,253,731 -> 7,329 blocks, no fit
+    #   TP 8 (not allowed): weights 1,903,904,128 -> pool 1,953,752,419 -> 8,517 blocks (136,272 tokens), would fit.
+    # So with the heads rule no TP size serves one request (a non-fitting TP 4 may be listed); without the rule,
+    # --tensor-parallel-size 8 would top the list as the only fitting lever.
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8GB")
+    assert result.returncode == 1
+    assert not any("--tensor-parallel-size 8" in flags for flags in lever_flags(plan))
+    assert not any(lever["fits"] for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"])
+    _, tp4_fp8 = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8GB", "-tp", "4", "--quantization",
+                               "fp8")
+    assert tp4_fp8["memory"]["kv_cache_bytes"] == 1_681_253_731 and tp4_fp8["capacity"]["num_blocks"] == 7_329
+    # falcon-7b-instruct has 71 (prime) heads: no TP size is ever proposed (with the rule off, TP 2 shows up).
+    _, falcon = estimate_json("--model", "tiiuae/falcon-7b-instruct", "--gpu-memory", "12GiB")
+    assert falcon["capacity"]["fits"] is False and falcon["levers"]
+    assert not any("--tensor-parallel-size" in flags for flags in lever_flags(falcon))
+
+
+# --- c. SGLang's defaults ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gpu, chunked, fraction, reserve, pool", [
+    # rtx3090: 25,297,357,373 B = 24,125.44 MiB (23.56 GiB < 35): chunked 2048, graph bs 24;
+    #   reserved 512 + 1.5 x 2048 + 2 x 24 + 1/8 x 1024 = 3,760 MiB; (24,125.44 - 3,760) / 24,125.44 = 0.84415
+    #   -> 0.844; reserve int(25,297,357,373 x 0.156) = 3,946,387,750;
+    #   pool 25,297,357,373 - 15,231,233,024 - 3,946,387,750 = 6,119,736,599.
+    ("rtx3090", 2048, 0.844, 3_946_387_750, 6_119_736_599),
+    # l40s: 47,803,531,264 B = 45,589 MiB (44.52 GiB < 60): chunked 4096, graph bs 80;
+    #   reserved 512 + 6,144 + 160 + 128 = 6,944 MiB; 38,645 / 45,589 = 0.84768 -> 0.848;
+    #   reserve int(47,803,531,264 x 0.152) = 7,266,136,752; pool 47,803,531,264 - 15,231,233,024 - 7,266,136,752
+    #   = 25,306,161,488.
+    ("l40s", 4096, 0.848, 7_266_136_752, 25_306_161_488),
+    # h100: 85,018,877,624 B = 81,080.32 MiB (79.18 GiB): chunked 8192, graph bs 160;
+    #   reserved 512 + 12,288 + 320 + 128 = 13,248 MiB; 67,832.32 / 81,080.32 = 0.83661 -> 0.837;
+    #   reserve int(85,018,877,624 x 0.163) = 13,858,077,052; pool 85,018,877,624 - 15,231,233,024 - 13,858,077,052
+    #   = 55,929,567,548.
+    ("h100", 8192, 0.837, 13_858_077_052, 55_929_567_548),
+])
+def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, reserve, pool):
+    # Rule: kvplan/engines/sglang.py (SGLang server_args' mem_fraction_static heuristic); Qwen2.5-7B weights
+    # 7,615,616,512 x 2 = 15,231,233,024 B; page size 1, 57,344 B per token.
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", gpu, "--engine", "sglang",
+                                 "--max-model-len", "8192")
+    assert result.returncode == 0
+    assert plan["engine"]["max_num_batched_tokens"] == chunked
+    assert plan["engine"]["gpu_memory_utilization"] == fraction
+    assert plan["memory"]["reserve_bytes"] == reserve
+    assert plan["memory"]["kv_cache_bytes"] == pool
+    assert plan["capacity"]["tokens"] == pool // 57_344  # 106,719 / 441,304 / 975,334 with page size 1
+
+
+# --- d. TensorRT-LLM's runtime buffers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, runtime, pool, blocks", [
+    # default max_batch_size 2048, capped at 1024 sequences in the sampler term:
+    #   int(3.79 x 1024 x 128,256 x 4) + 128,849,018 = 1,991,025,623 + 128,849,018 = 2,119,874,641
+    #   free 85,018,877,624 - 16,060,522,496 - 2,119,874,641 = 66,838,480,487; pool int(x 0.9) = 60,154,632,438
+    #   blocks 60,154,632,438 // (32 x 131,072 = 4,194,304) = 14,341
+    ((), 2_119_874_641, 60_154_632_438, 14_341),
+    # --max-num-seqs 512: int(3.79 x 512 x 128,256 x 4) + 128,849,018 = 995,512,811 + 128,849,018 = 1,124,361,829
+    #   free 67,834,993,299 -> pool 61,050,593,969 // 4,194,304 = 14,555
+    (("--max-num-seqs", "512"), 1_124_361_829, 61_050_593_969, 14_555),
+])
+def test_trtllm_runtime_buffers_llama8b_h100(extra, runtime, pool, blocks):
+    # TensorRT-LLM (kvplan/engines/trtllm.py): runtime buffers today = the vLLM v0.21+ activation model with
+    # min(max_batch_size, 1024) sequences and max_num_tokens 8192: 3.79 fp32 copies of seqs x vocab (128,256 for
+    # Llama-3.1-8B) + the fixed 0.12 GiB (no hidden / mlp copies in that era, dense model so no moe term). These
+    # literals pin that: if vLLM's calibration constants move, this fails, as TensorRT-LLM's estimate must not
+    # silently move with them. Weights 8,030,261,248 x 2 = 16,060,522,496; KV 2 x 32 x 8 x 128 x 2 = 131,072 B per
+    # token, 32-token blocks; KvCacheConfig.free_gpu_memory_fraction 0.9.
+    result, plan = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--engine", "trtllm",
+                                 "--max-model-len", "8192", *extra)
+    assert result.returncode == 0
+    assert plan["memory"]["weights_bytes"] == 16_060_522_496
+    assert plan["memory"]["activation_bytes"] == runtime
+    assert plan["memory"]["kv_cache_bytes"] == pool
+    assert plan["capacity"]["num_blocks"] == blocks and plan["engine"]["block_size"] == 32
+
+
+# --- e. V0's concurrency rule ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("length, v0, v1", [
+    # 10,000 = 625 x 16 exactly: both rules agree, 18,724 x 16 / 10,000 = 18,724 / 625 = 29.9584 -> 29.96.
+    (10_000, 29.96, 29.96),
+    # 10,001 needs cdiv(10,001, 16) = 626 blocks: V0 counts pool tokens, 299,584 / 10,001 = 29.9554 -> 29.96;
+    # V1 counts whole blocks per request, 18,724 / 626 = 29.9105 -> 29.91.
+    (10_001, 29.96, 29.91),
+])
+def test_v0_concurrency_is_pool_tokens_over_max_model_len(length, v0, v1):
+    # --kv-cache-memory 16 GiB fixes the pool in both eras: 17,179,869,184 // 917,504 = 18,724 blocks
+    # = 299,584 tokens (Qwen2.5-7B, 16-token blocks). V0 rule: vllm/executor/executor_base.py initialize_cache,
+    # max_concurrency = num_gpu_blocks * block_size / max_model_len ("Maximum concurrency for %s tokens per
+    # request: %.2fx"); V1 divides blocks by the blocks one request holds.
+    common = ("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--kv-cache-memory", "16GiB", "--max-model-len",
+              str(length))
+    _, old = estimate_json(*common, "--vllm-version", "0.6")
+    _, new = estimate_json(*common, "--vllm-version", "0.11")
+    for plan in (old, new):
+        assert plan["capacity"]["num_blocks"] == 18_724
+        assert plan["capacity"]["blocks_per_request"] == -(-length // 16)
+    assert old["capacity"]["max_concurrency"] == v0
+    assert new["capacity"]["max_concurrency"] == v1
+
+
+# --- f. a tied lm_head on the last pipeline stage ----------------------------------------------------------------
+
+def test_tied_lm_head_is_a_copy_on_the_last_pipeline_stage():
+    # Qwen2.5-0.5B (tie_word_embeddings true): 494,032,768 params, embeddings 136,134,656 (151,936 x 896),
+    # lm_head 0; 24 layers, 2 KV heads x 64.
+    # Per layer: (494,032,768 - 136,134,656) x 2 = 715,796,224 // 24 = 29,824,842 B.
+    # PP 1: 24 x 29,824,842 + 136,134,656 x 2 = 715,796,208 + 272,269,312 = 988,065,520 (the embedding once).
+    _, pp1 = estimate_json("--model", "Qwen/Qwen2.5-0.5B", "--gpu", "rtx3090")
+    assert pp1["memory"]["weights_bytes"] == 988_065_520
+    # PP 2 (12 + 12 layers): stage 0 = 12 x 29,824,842 + 272,269,312 (embedding) = 630,167,416; the last stage
+    # = 12 x 29,824,842 + 272,269,312 (its own copy of the tied matrix as lm_head) = 630,167,416 too.
+    # Only the last stage runs the sampler: int(3.79 x 256 x 151,936 x 4) + 128,849,018 = 718,506,556 (stage 0:
+    # 128,849,018), so the last stage limits. Its pool: 23,273,568,783 - 630,167,416 - 718,506,556
+    # - 2,254,857,830 (non-torch, TP x PP > 1) - 12 x 18 MiB (226,492,416) = 19,443,544,565;
+    # block 2 x 12 x 2 x 64 x 16 x 2 = 98,304 B -> 197,789 blocks. (Without the copy its weights would read
+    # 357,898,104 and its pool 19,715,813,877 -> 200,559 blocks, still the limiting stage.)
+    result, pp2 = estimate_json("--model", "Qwen/Qwen2.5-0.5B", "--gpu", "rtx3090", "-pp", "2")
+    assert result.returncode == 0
+    assert pp2["limiting_stage"] == 1
+    assert pp2["memory"]["weights_bytes"] == 630_167_416
+    assert pp2["memory"]["activation_bytes"] == 718_506_556
+    assert pp2["memory"]["kv_cache_bytes"] == 19_443_544_565
+    assert pp2["kv"]["block_bytes"] == 98_304 and pp2["capacity"]["num_blocks"] == 197_789
