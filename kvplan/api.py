@@ -32,11 +32,13 @@ class Estimate:
         return document
 
 
-def load_model(model: str, revision: str | None = None, token: str | None = None) -> ModelSpec:
-    """A model spec: bundled id, user spec, local config.json or model directory, or Hub repo id."""
+def load_model(model: str, revision: str | None = None, token: str | None = None,
+               hf_overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """A model spec: bundled id, user spec, local config.json or model directory, or Hub repo id; hf_overrides
+    replace keys of its config.json, as vLLM's --hf-overrides does."""
     from kvplan.models.sources import resolve
 
-    return resolve(model, revision, token)
+    return resolve(model, revision, token, hf_overrides)
 
 
 def gpus() -> tuple[Gpu, ...]:
@@ -88,7 +90,12 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
     if dep.model is None:
         raise KvplanError("say which model: --model ID, a pasted launch command, or model: in the config", "--model")
     choices = gpu_choices(dep)
-    spec = load_model(dep.model, dep.revision, token)
+    try:
+        spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)
+    except KvplanError as exc:
+        if not dep.hf_overrides:
+            raise
+        raise KvplanError(f"{exc} (with the config as {dep.where('hf_overrides')} changes it)") from None
     draft = draft_model(dep, token)
     results = []
     for choice in choices:

@@ -76,6 +76,10 @@ class Capacity:
     ladder: tuple[LadderRung, ...] = ()
 
 
+# EngineSettings fields that serve kvplan's own wording, not the JSON document.
+INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in_tokens")
+
+
 @dataclass(frozen=True)
 class Plan:
     model: ModelSpec
@@ -97,7 +101,7 @@ class Plan:
             "model": self.model.summary(),
             "gpu": asdict(self.gpu),
             "parallel": {"tensor": self.tensor_parallel, "pipeline": self.pipeline_parallel},
-            "engine": asdict(self.engine),
+            "engine": {key: value for key, value in asdict(self.engine).items() if key not in INTERNAL_SETTINGS},
             "kv": {"dtype": self.kv_dtype, "bytes_per_token": self.layout.bytes_per_token,
                    "block_bytes": self.layout.block_bytes, "groups": self.layout.num_groups,
                    "padding_layers": self.layout.padding_layers},

@@ -41,6 +41,6 @@ def test_from_vllm_args_and_load_model_and_gpus():
 
 def test_bad_knobs_name_the_keyword():
     with pytest.raises(KvplanError, match=r"^kvplan.estimate\(\): max_model_len: must be within"):
-        kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=-1)
+        kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=-5)  # -1 means auto
     with pytest.raises(KvplanError, match="unknown knob; did you mean max-num-seqs"):
         kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_num_seq=8)

@@ -182,3 +182,29 @@ def test_request_bytes_are_in_gib_in_the_error():
     result, plan = plan_of("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx3090")
     assert result.returncode == 1 and "no memory is left for KV cache blocks" in plan["error"]
     assert plan["memory"]["kv_cache_bytes"] < 0 and plan["memory"]["total_bytes"] < 24 * GiB
+
+
+def test_hf_overrides_change_the_config_read():
+    # Qwen2.5-7B's config says max_position_embeddings 131,072; the override makes vLLM derive 4,096
+    _, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--hf-overrides",
+                      '{"max_position_embeddings": 4096}')
+    assert plan["engine"]["max_model_len"] == 4096
+    # 14 of 28 layers: half the bytes per token (2 x 14 x 4 x 128 x 2 = 28,672)
+    _, half = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "4096",
+                      "--hf-overrides", '{"num_hidden_layers": 14}')
+    assert half["kv"]["bytes_per_token"] == 28_672
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--hf-overrides",
+                       '{"num_hidden_layers": 0}'), "num_hidden_layers", "--hf-overrides")
+
+
+def test_max_model_len_auto_is_the_longest_that_fits():
+    # Qwen2.5-7B on an RTX 3090: 7,113 blocks of 16 tokens = 113,808 tokens (the README's estimate)
+    for value in ("auto", "-1"):
+        result, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", value)
+        assert result.returncode == 0 and plan["engine"]["max_model_len"] == 113_808 and plan["capacity"]["fits"]
+
+
+def test_compilation_config_is_noted_not_dropped():
+    _, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192",
+                      "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}')
+    assert any(note.startswith("compilation_config is accepted but not modelled") for note in plan["notes"])

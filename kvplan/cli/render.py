@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kvplan.levers import Lever
 from kvplan.plan import Plan
 from kvplan.units import GB, GiB
+
+if TYPE_CHECKING:
+    from kvplan.levers import Lever
 
 BAR_WIDTH = 60
 SEGMENTS = (("weights", "weights_bytes", "blue"), ("activation", "activation_bytes", "magenta"),

@@ -65,8 +65,9 @@ class Deployment:
         engine_aliases={"sglang": ("mem-fraction-static",),
                         "trtllm": ("free-gpu-memory-fraction", "kv-cache-free-gpu-memory-fraction",
                                    "kv-cache-free-gpu-mem-fraction")})
-    max_model_len: int | None = knob("int", "Longest request, prompt plus output, in tokens.", minimum=1,
-                                     maximum=MAX_TOKENS, default_rule="the model's own maximum",
+    max_model_len: int | None = knob("int", "Longest request, prompt plus output, in tokens; auto (or -1): the "
+                                     "longest that fits in the KV cache.", minimum=1, maximum=MAX_TOKENS, auto=True,
+                                     default_rule="the model's own maximum",
                                      engine_aliases={"sglang": ("context-length",), "trtllm": ("max-seq-len",)})
     max_num_seqs: int | None = knob("int", "Most requests in one batch.", minimum=1, maximum=MAX_TOKENS,
                                     default_rule="vLLM 1024 on >= 70 GiB GPUs other than A100, else 256",

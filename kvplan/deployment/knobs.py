@@ -13,6 +13,7 @@ from typing import Any
 #   json: a JSON object (a dict in a mapping, a JSON string on a command line).
 KINDS = ("int", "float", "str", "bool", "size", "json")
 
+AUTO = -1  # an int knob given as "auto" / -1
 MAX_GPUS = 4096  # more ranks than any deployment has; a bound against absurd input, not a rule of an engine
 MAX_TOKENS = 2**31 - 1  # a context or batch longer than this is not a real setting
 
@@ -31,7 +32,8 @@ class Knob:
     short: tuple[str, ...] = ()  # single-dash spellings, e.g. "tp"
     engine_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # spellings of one engine only
     vllm_flag: bool = True  # a real `vllm serve` flag (False: kvplan's own, e.g. engine, gpu)
-    json_level: bool = False  # json knob that also takes a bare integer level (-O3)
+    json_level: bool = False  # json knob that also takes a bare integer level (-cc 3)
+    auto: bool = False  # also takes "auto" (or -1), stored as AUTO: the engine picks the value
 
     name: str = ""  # the Deployment field it declares, filled in from the field: vLLM's flag with underscores
 

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from kvplan.deployment.declaration import knobs
-from kvplan.deployment.knobs import Knob
+from kvplan.deployment.knobs import AUTO, Knob
 from kvplan.errors import KvplanError
 
 NUMBER_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*[kKmMgGtT]?\s*$"  # vLLM's human-readable integers: 32K, 25.6k
@@ -39,6 +39,8 @@ def _text_form(knob: Knob, schema: dict[str, Any]) -> None:
     text = {"int": NUMBER_TEXT, "size": SIZE_TEXT}.get(knob.kind)
     if text is not None:
         schema.setdefault("anyOf", []).insert(1, {"type": "string", "pattern": text})
+    if knob.auto:
+        schema["anyOf"].insert(1, {"enum": ["auto", -1]})
 
 
 @lru_cache(maxsize=1)
@@ -70,6 +72,8 @@ def deployment_model() -> Any:
             _text_form(knob, schema)
 
         inner = Annotated[_python_type(knob), Field(**bounds)] if bounds else _python_type(knob)
+        if knob.auto:
+            inner = inner | Literal[AUTO]
         annotated = Annotated[inner | None, BeforeValidator(convert),  # type: ignore[valid-type]
                               Field(description=knob.help, json_schema_extra=extra)]
         definitions[knob.name] = (annotated, knob.default)

@@ -4,14 +4,13 @@ mapping or a YAML file go through the same rules; errors name the knob as the us
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.deployment.declaration import BY_NAME, Deployment, knobs
-from kvplan.deployment.knobs import Knob
+from kvplan.deployment.knobs import AUTO, Knob
 from kvplan.errors import KvplanError
 from kvplan.units import parse_human_int, parse_size
 
@@ -32,6 +31,8 @@ def _number(value: float | None) -> str:
 
 def check_value(knob: Knob, value: Any, where: str) -> None:
     """A typed value against its knob: type, choices and range."""
+    if knob.auto and value == AUTO and not isinstance(value, bool):
+        return
     kind = knob.kind
     if kind in ("int", "size"):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -75,6 +76,8 @@ def _convert(knob: Knob, raw: Any, where: str) -> Any:
     if not isinstance(raw, str):
         return raw
     text = raw.strip()
+    if knob.auto and text.lower() == "auto":
+        return AUTO
     if kind == "int":
         return parse_human_int(text, where)
     if kind == "size":
@@ -150,6 +153,8 @@ def all_spellings(engine: str = "vllm") -> list[str]:
 
 
 def did_you_mean(word: str, candidates: list[str], prefix: str = "") -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, candidates, n=2, cutoff=0.6)
     return f"; did you mean {' or '.join(prefix + c for c in close)}?" if close else ""
 

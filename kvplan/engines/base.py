@@ -3,10 +3,11 @@ and GPU, settle the engine's settings, prepare the stages, take each stage's bud
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kvplan.deployment import Deployment
+from kvplan.deployment.knobs import AUTO
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 
@@ -42,9 +43,27 @@ class Engine(Protocol):
 
 def plan(engine: Engine, target: Target) -> Plan:
     from kvplan.deployment.rules import check
-    from kvplan.engines import common
 
     check(target.deployment, target.spec, target.gpu)
+    if target.deployment.max_model_len == AUTO:
+        return _auto_length(engine, target)
+    return _plan(engine, target)
+
+
+def _auto_length(engine: Engine, target: Target) -> Plan:
+    """max_model_len auto (vLLM 0.33: "auto" or -1): the longest request that fits in the KV cache, at most the
+    model's own maximum."""
+    first = _plan(engine, replace(target, deployment=replace(target.deployment, max_model_len=None)))
+    longest = first.capacity.max_model_len_that_fits
+    if longest <= 0 or longest == first.engine.max_model_len:
+        return first
+    chosen = replace(target, deployment=replace(target.deployment, max_model_len=longest),
+                     notes=(*target.notes, f"max_model_len auto: {longest:,} tokens, the longest that fits"))
+    return _plan(engine, chosen)
+
+
+def _plan(engine: Engine, target: Target) -> Plan:
+    from kvplan.engines import common
     settings = engine.settings(target)
     prepared = common.prepare(target, flat_pool=engine.flat_pool)
     memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)

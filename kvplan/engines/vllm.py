@@ -135,6 +135,9 @@ class Vllm:
         notes = []
         if target.deployment.kv_cache_memory_bytes is not None:
             notes.append("KV cache memory given: vLLM skips profiling and gpu_memory_utilization")
+        if target.deployment.compilation_config is not None:
+            notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
+                         "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
         return notes
 

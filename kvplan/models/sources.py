@@ -69,7 +69,20 @@ def spec_file_name(model_id: str) -> str:
     return model_id.replace("/", "__") + ".json"
 
 
-def read_spec_file(spec_file: SpecFile) -> ModelSpec:
+def with_overrides(config: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The config with vLLM's --hf-overrides applied: each key replaced, nested objects merged key by key."""
+    if not overrides:
+        return config
+    merged = dict(config)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = with_overrides(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None) -> ModelSpec:
     where = str(spec_file.path)
     try:
         raw = spec_file.path.read_bytes()
@@ -82,9 +95,9 @@ def read_spec_file(spec_file: SpecFile) -> ModelSpec:
         raise KvplanError("a kvplan spec needs a '_kvplan' metadata object and a 'config' object", where)
     model_id = str(meta.get("id", spec_file.id))
     source = SpecSource(spec_file.kind, str(meta.get("source", where)), meta.get("revision"))
-    spec = parse_config(config, model_id, source, where)
+    spec = parse_config(with_overrides(config, overrides), model_id, source, where)
     published = meta.get("params")
-    if isinstance(published, int) and not isinstance(published, bool) and published > 0:
+    if isinstance(published, int) and not isinstance(published, bool) and published > 0 and not overrides:
         spec = _with_published_params(spec, published)
     return spec
 
@@ -120,7 +133,7 @@ def close_ids(model: str, limit: int = 3) -> list[str]:
     return [lowered[m] for m in matches[:limit]]
 
 
-def read_local(path: Path, model_id: str | None = None) -> ModelSpec:
+def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any] | None = None) -> ModelSpec:
     config_path = path / "config.json" if path.is_dir() else path
     where = str(config_path)
     if not config_path.is_file():
@@ -131,9 +144,9 @@ def read_local(path: Path, model_id: str | None = None) -> ModelSpec:
         raise KvplanError(f"cannot read: {exc.strerror}", where) from None
     data = load_json(raw, where)
     if "_kvplan" in data and isinstance(data.get("config"), dict):
-        return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"))
+        return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"), overrides)
     name = model_id or name_from_config(data) or _name_from_path(path)
-    return parse_config(data, name, SpecSource("local", where))
+    return parse_config(with_overrides(data, overrides), name, SpecSource("local", where))
 
 
 def _name_from_path(path: Path) -> str:
@@ -195,14 +208,15 @@ def check_spec_id(model_id: str, where: str) -> None:
         raise KvplanError(f"{model_id!r} cannot be a spec id: {problem}", where)
 
 
-def resolve(model: str, revision: str | None = None, token: str | None = None) -> ModelSpec:
-    """The spec for MODEL: a local path, a bundled or user id, or a Hub repo id."""
+def resolve(model: str, revision: str | None = None, token: str | None = None,
+            overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """The spec for MODEL: a local path, a bundled or user id, or a Hub repo id; overrides: --hf-overrides."""
     if not model.strip():
         raise KvplanError("the model is empty; give a bundled id (kvplan models list), a config.json path or a Hub "
                           "repo id")
     path = Path(model).expanduser()
     if path.exists():
-        return read_local(path)
+        return read_local(path, overrides=overrides)
     if looks_like_path(model):
         explicit = model.startswith((".", "/", "~")) or model.endswith(".json")
         problem = None if explicit else repo_id_problem(model)
@@ -211,7 +225,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None) -
     if revision is None:
         spec_file = find_spec_file(model)
         if spec_file is not None:
-            return read_spec_file(spec_file)
+            return read_spec_file(spec_file, overrides)
     problem = repo_id_problem(model)
     if problem is not None:  # before huggingface_hub is imported, and before any request
         close = close_ids(model.strip()) if model == model.strip() and "@" not in model else []
@@ -221,7 +235,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None) -
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
     data = load_json(config_path.read_bytes(), f"{model} (config.json from {source.kind})")
-    spec = parse_config(data, model, source, f"{model}/config.json")
+    spec = parse_config(with_overrides(data, overrides), model, source, f"{model}/config.json")
     if spec.quantization is not None:
         stored = hub.stored_weight_bytes(model, revision, token)
         if stored:
