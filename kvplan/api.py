@@ -57,7 +57,10 @@ def gpu_choices(dep: Deployment) -> list[GpuChoice]:
             raise KvplanError("no GPU named", dep.where("gpu"))
         choices = []
         for name in names:
-            found = find_gpu(name)
+            try:
+                found = find_gpu(name)
+            except KvplanError as exc:
+                raise exc.at(dep.where("gpu")) from None
             choices.append(GpuChoice(found.id, found.name, found.memory_bytes, count, found.compute_capability,
                                      found.fp8))
         return choices
@@ -66,7 +69,8 @@ def gpu_choices(dep: Deployment) -> list[GpuChoice]:
                           count)]
     if dep.kv_cache_memory_bytes is not None:
         return [GpuChoice("custom", "unspecified GPU (KV cache memory given)", 0, count)]
-    raise KvplanError("say which GPU: --gpu ID (kvplan gpus lists them) or --gpu-memory SIZE", "--gpu")
+    raise KvplanError("no GPU given: name a catalogue GPU (kvplan gpus lists them) or a GPU memory size",
+                      dep.where("gpu"))
 
 
 def draft_model(dep: Deployment, token: str | None = None) -> ModelSpec | None:
@@ -88,7 +92,8 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
     from kvplan.levers import levers
 
     if dep.model is None:
-        raise KvplanError("say which model: --model ID, a pasted launch command, or model: in the config", "--model")
+        raise KvplanError("no model given: a bundled id, a config.json path or a Hub repo id (or a pasted launch "
+                          "command, or model: in a --config file)", dep.where("model"))
     choices = gpu_choices(dep)
     try:
         spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)

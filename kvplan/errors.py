@@ -6,4 +6,9 @@ class KvplanError(Exception):
 
     def __init__(self, message: str, where: str | None = None) -> None:
         self.where = where
+        self.message = message
         super().__init__(f"{where}: {message}" if where else message)
+
+    def at(self, where: str) -> "KvplanError":
+        """The same mistake, located where the caller knows it came from (the knob as the user spelled it)."""
+        return KvplanError(self.message, where)

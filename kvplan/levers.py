@@ -42,36 +42,51 @@ def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, dra
         if plan is None or plan.capacity.tokens <= 0:
             continue
         best = (f"tensor parallel {tp} ({new_gpu.count} GPUs){extra_flags and ' + fp8 weights'}",
-                f"--tensor-parallel-size {tp}{extra_flags}", new_dep, new_gpu)
+                f"{flag('tensor_parallel_size', dep.engine, tp)}{extra_flags}", new_dep, new_gpu)
         if plan.capacity.fits:
             return best, True
     return (best, False) if best else None
+
+
+def flag(name: str, engine: str, value: object) -> str:
+    """A knob as the engine's own command line spells it (--context-length on SGLang, --max_seq_len on
+    trtllm-serve), so that a lever can be pasted."""
+    from kvplan.deployment.declaration import BY_NAME
+
+    knob = BY_NAME()[name]
+    own = knob.engine_aliases.get(engine)
+    spelling = f"--{own[0]}" if own else knob.flag
+    if engine == "trtllm":
+        spelling = "--" + spelling[2:].replace("-", "_")
+    return f"{spelling} {value}"
 
 
 def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: ModelSpec | None = None,
            limit: int = 5) -> list[Lever]:
     """FP8 levers only where the GPU computes in FP8 (vLLM's FP8 kernels need it)."""
     candidates: list[tuple[str, str, Deployment, GpuChoice]] = []
+    engine = dep.engine
     if base.kv_bytes > 1 and gpu.fp8:
-        candidates.append(("fp8 KV cache", "--kv-cache-dtype fp8", replace(dep, kv_cache_dtype="fp8"), gpu))
+        candidates.append(("fp8 KV cache", flag("kv_cache_dtype", engine, "fp8"), replace(dep, kv_cache_dtype="fp8"), gpu))
     longest = base.capacity.max_model_len_that_fits
     if not base.capacity.fits and longest >= base.engine.block_size:
         length = longest // base.engine.block_size * base.engine.block_size
-        candidates.append((f"max_model_len {length}", f"--max-model-len {length}",
+        candidates.append((f"max_model_len {length}", flag("max_model_len", engine, length),
                            replace(dep, max_model_len=length), gpu))
     util = base.engine.gpu_memory_utilization
     if dep.engine == "vllm" and util is not None and util < 0.95 and dep.kv_cache_memory_bytes is None:
-        candidates.append(("gpu_memory_utilization 0.95", "--gpu-memory-utilization 0.95",
+        candidates.append(("gpu_memory_utilization 0.95", flag("gpu_memory_utilization", engine, 0.95),
                            replace(dep, gpu_memory_utilization=0.95), gpu))
     quantized = spec.quantization is not None or dep.quantization is not None
     if not quantized and gpu.fp8:
-        candidates.append(("fp8 weights (online, or an FP8 checkpoint)", "--quantization fp8",
+        candidates.append(("fp8 weights (online, or an FP8 checkpoint)", flag("quantization", engine, "fp8"),
                            replace(dep, quantization="fp8"), gpu))
     if not quantized:
-        candidates.append(("a 4-bit AWQ/GPTQ checkpoint", "--quantization awq (with a 4-bit checkpoint)",
+        candidates.append(("a 4-bit AWQ/GPTQ checkpoint", flag("quantization", engine, "awq") + " (with a 4-bit checkpoint)",
                            replace(dep, quantization="awq"), gpu))
     tp_levers = []
-    for extra_flags, base_dep in (("", dep), (" --quantization fp8", replace(dep, quantization="fp8"))):
+    for extra_flags, base_dep in (("", dep), (" " + flag("quantization", engine, "fp8"),
+                                              replace(dep, quantization="fp8"))):
         if extra_flags and (quantized or not gpu.fp8):
             continue
         found_tp = _smallest_tp_that_fits(spec, base_dep, gpu, draft, extra_flags)

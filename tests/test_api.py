@@ -44,3 +44,10 @@ def test_bad_knobs_name_the_keyword():
         kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=-5)  # -1 means auto
     with pytest.raises(KvplanError, match="unknown knob; did you mean max-num-seqs"):
         kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_num_seq=8)
+
+
+def test_missing_and_unknown_gpu_name_the_keyword():
+    with pytest.raises(KvplanError, match=r"^kvplan.estimate\(\): gpu: unknown GPU 'h1000'"):
+        kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h1000")
+    with pytest.raises(KvplanError, match="no GPU given"):
+        kvplan.estimate("Qwen/Qwen2.5-7B")

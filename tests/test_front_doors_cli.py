@@ -208,3 +208,14 @@ def test_compilation_config_is_noted_not_dropped():
     _, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192",
                       "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}')
     assert any(note.startswith("compilation_config is accepted but not modelled") for note in plan["notes"])
+
+
+def test_levers_are_spelled_for_their_engine():
+    # Qwen2.5-7B at its full 131,072 tokens does not fit one RTX 4090 on any engine; each lever is a flag that
+    # engine's own command line takes (SGLang: --tp-size, --context-length; trtllm-serve: underscores)
+    _, sglang = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090", "--engine", "sglang")
+    flags = [lever["flags"] for lever in sglang["levers"]]
+    assert "--tp-size 2" in flags and any(f.startswith("--context-length ") for f in flags)
+    _, trt = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090", "--engine", "trtllm")
+    flags = [lever["flags"] for lever in trt["levers"]]
+    assert "--tp_size 2" in flags and any(f.startswith("--max_seq_len ") for f in flags)
