@@ -29,3 +29,7 @@ def __getattr__(name: str) -> Any:
     from importlib import import_module
 
     return getattr(import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -41,6 +41,8 @@ class EngineSettings:
     concurrency_in_tokens: bool = False  # V0's rule: pool tokens / max_model_len, not blocks per request
     utilization_knob: str = "gpu_memory_utilization"  # the engine's own names, for its messages
     length_knob: str = "max_model_len"
+    blocks_override: int | None = None  # vLLM --num-gpu-blocks-override: this many blocks, whatever the budget
+    token_cap: int | None = None  # SGLang --max-total-tokens: at most this many tokens in the pool
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ class Capacity:
 
 
 # EngineSettings fields that serve kvplan's own wording, not the JSON document.
-INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in_tokens")
+INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in_tokens", "blocks_override",
+                     "token_cap")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Plan:
     memory: Memory  # of the limiting rank
     capacity: Capacity
     limiting_stage: int = 0
+    data_parallel: int = 1
     error: str | None = None  # the engine's own startup error, when it would refuse to start
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -100,7 +104,8 @@ class Plan:
         return {
             "model": self.model.summary(),
             "gpu": asdict(self.gpu),
-            "parallel": {"tensor": self.tensor_parallel, "pipeline": self.pipeline_parallel},
+            "parallel": {"tensor": self.tensor_parallel, "pipeline": self.pipeline_parallel,
+                         "data": self.data_parallel},
             "engine": {key: value for key, value in asdict(self.engine).items() if key not in INTERNAL_SETTINGS},
             "kv": {"dtype": self.kv_dtype, "bytes_per_token": self.layout.bytes_per_token,
                    "block_bytes": self.layout.block_bytes, "groups": self.layout.num_groups,

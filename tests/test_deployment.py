@@ -65,8 +65,7 @@ def test_booleans_json_and_short_forms():
     assert dep.speculative_config == {"method": "ngram", "num_speculative_tokens": 3}
     assert dep.hf_overrides == {"max_position_embeddings": 4096}
     assert dep.compilation_config == 3  # -cc takes a JSON object or a bare level
-    # -O3 is --optimization-level 3 since vLLM 0.12: accepted, noted as not modelled
-    assert any(note.startswith("--optimization-level is accepted but not modelled") for note in dep.notes)
+    assert dep.optimization_level == 3  # -O3 is --optimization-level 3 since vLLM 0.12
     assert dep.gpu_count == 1 * 2 * 2
 
 
@@ -212,3 +211,10 @@ def test_pasted_commands_are_spelled_as_their_engine_requires():
     # vLLM's real alias of the utilization flag
     assert parse_command(["vllm", "serve", "m", "--device-memory-utilization", "0.7"]).deployment() \
         .gpu_memory_utilization == 0.7
+
+
+def test_a_config_key_without_a_value_is_refused(tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: Qwen/Qwen2.5-7B\nmax-model-len:\n")
+    with pytest.raises(KvplanError, match=r"serve.yaml:2: max-model-len: has no value"):
+        read_config(str(config))

@@ -219,3 +219,93 @@ def test_levers_are_spelled_for_their_engine():
     _, trt = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090", "--engine", "trtllm")
     flags = [lever["flags"] for lever in trt["levers"]]
     assert "--tp_size 2" in flags and any(f.startswith("--max_seq_len ") for f in flags)
+
+
+def test_what_a_new_user_pasted():
+    # an unclosed quote, a name longer than a file name may be: one line, exit 2
+    one_line_error(run("estimate", "--gpu", "h100", "--", "vllm serve Qwen/Qwen2.5-7B 'unterminated"),
+                   "cannot split the command as a shell would")
+    one_line_error(run("estimate", "--gpu", "h100", "--model", "a" * 5000), "not a usable path or model id")
+    # shell around the command: comments, pipes, background, wrappers, a container image
+    for command in ("nohup vllm serve Qwen/Qwen2.5-7B --max-model-len 8192 > log 2>&1 &",
+                    "uv run vllm serve Qwen/Qwen2.5-7B --max-model-len 8192 | tee log  # serve it",
+                    "docker run --gpus all -p 8000:8000 vllm/vllm-openai:latest --model Qwen/Qwen2.5-7B "
+                    "--max-model-len 8192 && echo done"):
+        result, plan = plan_of("--gpu", "h100", "--", command)
+        assert result.returncode == 0 and plan["engine"]["max_model_len"] == 8192, command
+    # the --json meant for kvplan, put after the pasted command
+    one_line_error(run("estimate", "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--json"),
+                   "--json", "put it before --")
+
+
+def test_flags_by_engine_version_and_their_negations():
+    # --swap-space was last in vLLM 0.17.1 (flags_vllm.RENAMED): refused today, accepted for 0.11
+    one_line_error(run("estimate", "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--swap-space", "4"),
+                   "--swap-space", "gone from current vLLM")
+    result, plan = plan_of("--gpu", "h100", "--vllm-version", "0.11", "--max-model-len", "8192", "--", "vllm",
+                           "serve", "Qwen/Qwen2.5-7B", "--swap-space", "4", "--no-enable-chunked-prefill")
+    assert result.returncode == 0 and any(note.startswith("--swap-space is deprecated or gone")
+                                          for note in plan["notes"])
+
+
+def test_sglang_and_trtllm_flags_of_their_own():
+    # SGLang caps the pool at --max-total-tokens: 100,000 tokens in 1-token pages
+    _, plan = plan_of("--gpu", "h100", "--", "python", "-m", "sglang.launch_server", "--model-path",
+                      "Qwen/Qwen2.5-7B", "--max-total-tokens", "100000", "--json-model-override-args",
+                      '{"max_position_embeddings": 8192}')
+    assert plan["capacity"]["tokens"] == 100_000 and plan["engine"]["max_model_len"] == 8192
+    result, plan = plan_of("--gpu", "h100", "--", "trtllm-serve", "Qwen/Qwen2.5-7B", "--backend", "pytorch",
+                           "--ep_size", "1", "--max_seq_len", "8192")
+    assert result.returncode == 0 and plan["engine"]["name"] == "trtllm"
+    assert any(note.startswith("--ep-size is accepted but not modelled") for note in plan["notes"])
+
+
+def test_vllm_memory_flags_it_models_now():
+    common = ("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "8192")
+    _, eager = plan_of(*common, "-O0")
+    assert eager["memory"]["cuda_graph_bytes"] == 0  # -O0 captures no CUDA graphs
+    _, fixed = plan_of(*common, "--num-gpu-blocks-override", "1000")
+    assert (fixed["capacity"]["num_blocks"], fixed["capacity"]["tokens"]) == (1000, 16_000)
+    # SchedulerConfig: max_num_batched_tokens must be at least max_num_seqs (1024 on an H100)
+    one_line_error(run("estimate", *common, "--max-num-batched-tokens", "512"), "--max-num-batched-tokens",
+                   "max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024).")
+    _, dp = plan_of(*common, "-dp", "2", "-tp", "2")
+    assert dp["parallel"] == {"tensor": 2, "pipeline": 1, "data": 2} and dp["gpu"]["count"] == 4
+
+
+def test_overridden_values_are_noted(tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: Qwen/Qwen2.5-7B\nmax-model-len: 8192\n")
+    _, plan = plan_of("--gpu", "h100", "--config", str(config), "--max-model-len", "4096")
+    assert f"--max-model-len 4096 wins over {config}:2: max-model-len 8192" in plan["notes"]
+
+
+def test_config_files_a_new_user_wrote(tmp_path):
+    quoted = tmp_path / "quoted.yaml"
+    quoted.write_text("model: Qwen/Qwen2.5-7B\nenforce-eager: maybe\n")
+    one_line_error(run("estimate", "--gpu", "h100", "--config", str(quoted)), f"{quoted}:2: enforce-eager",
+                   "expected true or false")
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("model: Qwen/Qwen2.5-7B\nmodel: meta-llama/Llama-3.1-8B\n")
+    one_line_error(run("estimate", "--gpu", "h100", "--config", str(twice)), "given twice (lines 1 and 2)")
+    one_line_error(run("estimate", "--gpu", "h100", "--config", "/dev/zero"), "/dev/zero", "over 1,048,576 bytes")
+
+
+def test_a_bad_dtype_in_the_config_is_blamed_on_the_config(tmp_path):
+    config = json.loads((__import__("pathlib").Path(__file__).parent / "fixtures" / "configs"
+                         / "Qwen__Qwen2.5-7B.json").read_text())
+    config["torch_dtype"] = "int3"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    one_line_error(run("estimate", "--gpu", "h100", "--model", str(path)), f"{path}: torch_dtype",
+                   "unknown dtype 'int3'")
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_mx": 4}', "did you mean 'prompt_lookup_max'"),
+    ('{"method": "eagle", "num_speculative_tokens": 3}', "needs a draft 'model'"),
+    ('{"method": "ngram", "num_speculative_tokens": 1000000000}', "up to 1024"),
+])
+def test_speculative_config_keys_and_bounds(config, fragment):
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--speculative-config", config),
+                   "--speculative-config", fragment)

@@ -3,6 +3,7 @@ module is imported only when that command runs."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Annotated
 
@@ -87,7 +88,8 @@ def _click_exit(exc: Exception) -> int:
     if "UsageError" in kinds:
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx else "kvplan"
-        error_line(f"{exc.format_message()} (see '{command} --help')")  # type: ignore[attr-defined]
+        message = re.sub(r"( Did you mean [^?]*\?)\1+", r"\1", exc.format_message())  # type: ignore[attr-defined]
+        error_line(f"{message} (see '{command} --help')")
         return 2
     if "ClickException" in kinds:
         error_line(exc.format_message())  # type: ignore[attr-defined]

@@ -60,12 +60,21 @@ def list_models(json_output: JsonFlag = False) -> None:
                         "layers; float32 and fp8 checkpoints in bfloat16)")
     for column in ("id", "layers", "KV layers", "KV heads", "head dim", "attention", "params", "KV B/token",
                    "source"):
-        table.add_column(column, justify="left" if column in ("id", "attention", "source") else "right")
+        table.add_column(column, justify="left" if column in ("id", "attention", "source") else "right",
+                         no_wrap=column == "id")
     for r in rows:
         params = f"{r['params']:,}" + ("" if r["params_exact"] else "~")
         table.add_row(str(r["id"]), str(r["layers"]), str(r["kv_layers"]), str(r["kv_heads"]), str(r["head_dim"]),
                       str(r["attention"]), params, f"{r['kv_bytes_per_token']:,}", str(r["source"]))
-    console().print(table)
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    out = console()
+    # ids are copied from this table: give it the width it needs rather than cut them short
+    needed = Measurement.get(out, out.options.update_width(1000), table).maximum
+    if needed > out.width and not out.is_terminal:
+        out = Console(highlight=False, width=min(needed, 300))
+    out.print(table)
     console().print("[dim]~ = parameter count derived from the config layout, not checked against a published "
                   f"count. User specs: {sources.user_dir()} (${sources.USER_SPEC_DIR_ENV})[/dim]")
 

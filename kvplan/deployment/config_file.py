@@ -18,10 +18,11 @@ MAX_NODES = 100_000  # YAML aliases can make a small file expand into billions o
 def read_text(path: str) -> str:
     file = Path(path).expanduser()
     try:
-        size = file.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise KvplanError(f"file is {size:,} bytes; a deployment file is a few KB, so this is not one", path)
-        raw = file.read_bytes()
+        with file.open("rb") as handle:  # read at most the limit: /dev/zero or a FIFO has no honest size
+            raw = handle.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise KvplanError(f"file is over {MAX_FILE_BYTES:,} bytes; a deployment file is a few KB, so this is "
+                              "not one", path)
     except FileNotFoundError:
         raise KvplanError("no such file", path) from None
     except IsADirectoryError:
@@ -58,7 +59,10 @@ def load_documents(text: str, where: str) -> list[tuple[Any, dict[str, int]]]:
         if isinstance(node, yaml.MappingNode):
             for key_node, _ in node.value:
                 if isinstance(key_node, yaml.ScalarNode):
-                    lines.setdefault(str(key_node.value), key_node.start_mark.line + 1)
+                    key, key_line = str(key_node.value), key_node.start_mark.line + 1
+                    if key in lines:
+                        raise KvplanError(f"key {key!r} is given twice (lines {lines[key]} and {key_line})", where)
+                    lines[key] = key_line
         documents.append((value, lines))
     return documents
 
@@ -107,11 +111,13 @@ def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, li
         if str(key).replace("_", "-") == "config":
             raise KvplanError("a --config file cannot name another config file", origin)
         flag = f"--{key}"
+        knob = field_for(str(key), engine)
+        if knob is not None and knob.engine_flag:
+            if value is None:
+                raise KvplanError("has no value (remove the key to keep the engine's default)", origin)
+            draft.set(knob.name, value, origin)  # the value as YAML typed it, checked against the knob
+            continue
         if isinstance(value, bool):
-            knob = field_for(str(key), engine)
-            if knob is not None and knob.kind == "bool":
-                draft.set(knob.name, value, origin)
-                continue
             tokens = [flag]  # a false store_true flag is simply absent; it is still checked to be a real flag
         elif isinstance(value, list):
             tokens = [flag, *(json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value)]

@@ -19,6 +19,8 @@ from kvplan.deployment.knobs import (
 )
 from kvplan.engines import NAMES as ENGINE_NAMES  # the registry holds the one list of engines
 
+DOOR = "*"  # origins key: how the door that built the Deployment names knobs it was not given ("fleet.yaml")
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -27,20 +29,20 @@ class Deployment:
                              engine_aliases={"sglang": ("model-path",), "trtllm": ("model-path",)})
     revision: str | None = knob("str", "Hub branch, tag or commit of the model.")
     engine: str = knob("str", "Serving engine whose budget rules apply.", "vllm", choices=ENGINE_NAMES,
-                       vllm_flag=False)
+                       engine_flag=False)
     engine_version: str | None = knob("str", "Engine version; picks the era of vLLM's accounting.",
                                       default_rule="the newest modelled version", aliases=("vllm-version",),
-                                      vllm_flag=False)
-    gpu: str | None = knob("str", "GPU catalogue id or alias (kvplan gpus lists them).", vllm_flag=False)
+                                      engine_flag=False)
+    gpu: str | None = knob("str", "GPU catalogue id or alias (kvplan gpus lists them).", engine_flag=False)
     gpu_memory_bytes: int | None = knob("size", "Device memory, instead of a catalogue GPU.", minimum=2**20,
                                         maximum=2**50, default_rule="the catalogue GPU's CUDA total",
-                                        aliases=("gpu-memory",), vllm_flag=False)
+                                        aliases=("gpu-memory",), engine_flag=False)
     weights_memory_bytes: int | None = knob("size", "Measured weights per rank, instead of the derived size.",
-                                            minimum=0, maximum=2**50, aliases=("weights-memory",), vllm_flag=False)
+                                            minimum=0, maximum=2**50, aliases=("weights-memory",), engine_flag=False)
     reserve_bytes: int | None = knob("size", "simple engine: memory held back besides the weights.", minimum=0,
-                                     maximum=2**50, default_rule="1 GB", aliases=("reserve",), vllm_flag=False)
+                                     maximum=2**50, default_rule="1 GB", aliases=("reserve",), engine_flag=False)
     estimate_cudagraphs: bool | None = knob("bool", "vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS switch.",
-                                            default_rule="the era's default (on from v0.21)", vllm_flag=False)
+                                            default_rule="the era's default (on from v0.21)", engine_flag=False)
     # engine knobs, by vLLM's names
     dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)
     kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)
@@ -80,6 +82,13 @@ class Deployment:
     kv_cache_memory_bytes: int | None = knob("size", "KV pool per rank; vLLM then skips memory profiling.",
                                              minimum=0, maximum=2**50, aliases=("kv-cache-memory",))
     enforce_eager: bool = knob("bool", "No CUDA graphs.", False)
+    optimization_level: int | None = knob("int", "vLLM 0.12+ -O level: 0 compiles nothing and captures no CUDA "
+                                          "graphs; 1-3 change graph modes (not modelled).", minimum=0, maximum=3,
+                                          short=("O",), engines=("vllm",))
+    num_gpu_blocks_override: int | None = knob("int", "vLLM: this many KV blocks, whatever the memory budget says.",
+                                               minimum=1, maximum=2**40, engines=("vllm",))
+    max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
+                                        maximum=2**40, engines=("sglang",))
     speculative_config: dict[str, Any] | None = knob("json", "Speculative decoding, as vLLM takes it (JSON).",
                                                      short=("sc",))
     hf_overrides: dict[str, Any] | None = knob("json", "Keys that replace those of the model's config.json (JSON).")
@@ -101,11 +110,15 @@ class Deployment:
                 check_value(knob_, value, self.where(knob_.name))
 
     def where(self, name: str) -> str:
-        """The knob as the user gave it, else its vLLM flag."""
-        return self.origins.get(name) or BY_NAME()[name].flag
+        """The knob as the user gave it; else as their door spells knobs (a mapping's keys), else its flag."""
+        if name in self.origins:
+            return self.origins[name]
+        if DOOR in self.origins:
+            return f"{self.origins[DOOR]}: {name}"
+        return BY_NAME()[name].flag
 
     def given(self, name: str) -> bool:
-        return name in self.origins
+        return name in self.origins and name != DOOR
 
     @property
     def gpu_count(self) -> int:

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from kvplan.deployment.declaration import Deployment
-from kvplan.deployment.launch import ENV_KNOBS, parse_command, parse_flags
+from kvplan.deployment.launch import ENV_KNOBS, parse_command, parse_flags, version_tuple
 from kvplan.deployment.values import Draft
 
 
@@ -23,13 +23,14 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
         if environ.get(variable, "") != "":
             typed.set(name, environ[variable], variable)
     engine = str(own.get("engine", ("vllm", ""))[0]).lower()
+    version = own.get("engine_version", (None, ""))[0]
     draft = Draft()
     if pasted:
-        draft.update(parse_command(pasted, "pasted command", engine))
+        draft.update(parse_command(pasted, "pasted command", engine, version))
         engine = str(draft.values.get("engine", (engine, ""))[0]).lower()
     if config is not None:
         from kvplan.deployment.config_file import read_config
 
-        draft = read_config(config, engine).update(draft)
-    draft.update(parse_flags(flags, engine, "command line"))
-    return draft.update(typed).deployment()
+        draft = read_config(config, engine).override(draft)
+    draft.override(parse_flags(flags, engine, "command line", version=version_tuple(version)))
+    return draft.override(typed).deployment()

@@ -31,9 +31,16 @@ class Knob:
     aliases: tuple[str, ...] = ()  # other spellings on any engine, dash form without the leading dashes
     short: tuple[str, ...] = ()  # single-dash spellings, e.g. "tp"
     engine_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # spellings of one engine only
-    vllm_flag: bool = True  # a real `vllm serve` flag (False: kvplan's own, e.g. engine, gpu)
+    engine_flag: bool = True  # a real flag of the engines that have it (False: kvplan's own, e.g. engine, gpu)
     json_level: bool = False  # json knob that also takes a bare integer level (-cc 3)
     auto: bool = False  # also takes "auto" (or -1), stored as AUTO: the engine picks the value
+    engines: tuple[str, ...] = ()  # the engines that have this knob; empty: every engine
+
+    def spellings(self, engine: str) -> tuple[str, ...]:
+        """How this knob may be written for the engine (dash form); none where the engine lacks it."""
+        if self.engines and engine not in self.engines:
+            return ()
+        return (self.name.replace("_", "-"), *self.aliases, *self.engine_aliases.get(engine, ()))
 
     name: str = ""  # the Deployment field it declares, filled in from the field: vLLM's flag with underscores
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from kvplan.deployment.declaration import BY_NAME
 from kvplan.deployment.knobs import Knob
 from kvplan.deployment.values import Draft, all_spellings, did_you_mean, field_for
 from kvplan.errors import KvplanError
@@ -46,19 +47,70 @@ class Launch:
     args: list[str]
 
 
+# Shell words that end the command (pipes, lists, background, redirections) or run it inside another program.
+SHELL_ENDINGS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "&>")
+REDIRECTION = re.compile(r"^(\d*>>?|&>|<)(&\d+)?\S*$")
+WRAPPERS = {"nohup": 1, "exec": 1, "time": 1, "env": 1, "sudo": 1, "uv": 2, "poetry": 2, "pipenv": 2}
+DOCKER_IMAGES = {"vllm/vllm-openai": "vllm", "vllm-openai": "vllm"}
+
+
+def shell_words(text: str, where: str) -> list[str]:
+    """A command line as the shell splits it: quotes, backslash-newline continuations, comments."""
+    try:
+        lexer = shlex.shlex(text.replace("\\\n", " "), posix=True, punctuation_chars=False)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        return list(lexer)
+    except ValueError as exc:  # an unclosed quote or a trailing backslash
+        raise KvplanError(f"cannot split the command as a shell would: {exc}", where) from None
+
+
+def _command_part(tokens: list[str]) -> list[str]:
+    """The tokens of the one command: shell operators and redirections cut it, wrappers (nohup, uv run, ...)
+    and environment assignments are stepped over by the caller."""
+    for index, token in enumerate(tokens):
+        if token in SHELL_ENDINGS or REDIRECTION.match(token):
+            return tokens[:index]
+    return tokens
+
+
+def _docker_args(rest: list[str]) -> list[str] | None:
+    """`docker run ... vllm/vllm-openai[:tag] ARGS`: the image's entry point is vLLM's OpenAI server."""
+    if os.path.basename(rest[0]) not in ("docker", "podman") or rest[1:2] != ["run"]:
+        return None
+    for index, token in enumerate(rest[2:], start=2):
+        image = token.split("@")[0].rsplit(":", 1)[0] if not token.startswith("-") else ""
+        if any(image == known or image.endswith("/" + known) for known in DOCKER_IMAGES):
+            args = rest[index + 1:]
+            if args[:1] and not args[0].startswith("-"):
+                return args  # the container runs its own command (vllm serve ..., python -m ...)
+            return ["python", "-m", "vllm.entrypoints.openai.api_server", *args]
+    return None
+
+
 def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launch]:
     """Environment assignments, the launcher and its arguments."""
     if len(tokens) == 1 and (" " in tokens[0].strip() or "\n" in tokens[0]):
-        tokens = shlex.split(tokens[0].replace("\\\n", " "))
+        tokens = shell_words(tokens[0], where)
+    tokens = _command_part(tokens)
     env: dict[str, str] = {}
     index = 0
-    if tokens[:1] == ["env"]:
-        index = 1
-    while index < len(tokens) and ENV_ASSIGNMENT.match(tokens[index]):
-        name, _, value = tokens[index].partition("=")
-        env[name] = value
-        index += 1
+    while index < len(tokens):
+        if ENV_ASSIGNMENT.match(tokens[index]):
+            name, _, value = tokens[index].partition("=")
+            env[name] = value
+            index += 1
+        elif tokens[index] in WRAPPERS and index + 1 < len(tokens):
+            step = WRAPPERS[tokens[index]]
+            if step == 2 and tokens[index + 1] != "run":
+                break
+            index += step
+        else:
+            break
     rest = tokens[index:]
+    docker = _docker_args(rest) if len(rest) > 1 else None
+    if docker is not None:
+        return split_launcher(docker, where)[0] | env, split_launcher(docker, where)[1]
     if not rest or rest[0].startswith("-"):
         return env, Launch(None, "flags", rest)
     program = os.path.basename(rest[0])
@@ -80,8 +132,12 @@ def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launc
                       "vllm.entrypoints.openai.api_server, python -m sglang.launch_server or trtllm-serve", where)
 
 
-def parse_command(tokens: list[str], where: str = "command line", engine: str | None = None) -> Draft:
-    """A launch command or bare engine flags. `engine` applies to bare flags (default vLLM)."""
+def parse_command(tokens: list[str] | str, where: str = "command line", engine: str | None = None,
+                  version: str | None = None) -> Draft:
+    """A launch command or bare engine flags (a list of words, or one string the shell would split). `engine`
+    applies to bare flags (default vLLM); `version` is the engine version planned for."""
+    if isinstance(tokens, str):
+        tokens = [tokens]
     if not tokens:
         raise KvplanError("empty command", where)
     env, launch = split_launcher(list(tokens), where)
@@ -96,14 +152,19 @@ def parse_command(tokens: list[str], where: str = "command line", engine: str | 
         elif name.startswith(("VLLM_", "SGLANG_", "TRTLLM_", "CUDA_", "NCCL_")):
             draft.notes.append(f"environment {name} is not modelled")
     flags = parse_flags(launch.args, chosen, where, positional_model=launch.engine in ("vllm", "trtllm"),
-                        kvplan_knobs=launch.engine is None)
+                        kvplan_knobs=launch.engine is None, version=version_tuple(version))
     config = flags.values.pop("config", None)
     if config is not None:
         from kvplan.deployment.config_file import read_config
 
         base = read_config(str(config[0]), chosen)
-        draft = base.update(draft)
-    return draft.update(flags)
+        draft = base.override(draft)
+    return draft.override(flags)
+
+
+def version_tuple(text: str | None) -> tuple[int, int] | None:
+    match = re.match(r"^v?(\d+)\.(\d+)", text.strip()) if text else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def _short_flag(body: str, engine: str) -> str | None:
@@ -124,10 +185,12 @@ def _all_shorts(engine: str) -> list[str]:
 
 
 def parse_flags(args: list[str], engine: str = "vllm", where: str = "command line",
-                positional_model: bool = False, kvplan_knobs: bool = True, origin: str | None = None) -> Draft:
+                positional_model: bool = False, kvplan_knobs: bool = True, origin: str | None = None,
+                version: tuple[int, int] | None = None) -> Draft:
     """Engine flags into a Draft; each value's origin is the flag as typed. kvplan_knobs: kvplan's own knobs
     (--engine, --weights-memory, ...) are allowed, as on kvplan's command line but not in a pasted one.
-    origin: where every value came from, when not the flag itself (a key of a --config file)."""
+    origin: where every value came from, when not the flag itself (a key of a --config file).
+    version: the engine version planned for, which decides whether a since-removed flag is still accepted."""
     draft = Draft()
     inert: list[str] = []
     dotted: dict[str, list[tuple[str, str, str]]] = {}
@@ -177,7 +240,7 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
                 if long is None:
                     raise KvplanError(f"unknown short flag{did_you_mean(body, _all_shorts(engine), '-')}", here)
                 name = long
-        if name == "config" and engine == "vllm":
+        if name == "config" and engine in ("vllm", "sglang"):
             draft.set("config", take_value(here, inline), here)
             continue
         name, _, subkey = name.partition(".")
@@ -204,7 +267,7 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         if negated is not None:
             draft.set(negated.name, False, here)
             continue
-        if knob is not None and not knob.vllm_flag and not kvplan_knobs:
+        if knob is not None and not knob.engine_flag and not kvplan_knobs:
             raise KvplanError(f"is kvplan's own flag, not {_engine_label(engine)}'s: give it to kvplan before the "
                               "pasted command", here)
         if knob is not None:
@@ -214,7 +277,18 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         known_inert: dict[str, Any] = getattr(table, "INERT", {})
         noted: dict[str, Any] = getattr(table, "NOTED", {})
         renamed: dict[str, Any] = getattr(table, "RENAMED", {})
-        if name in known_inert or (name.startswith("no-") and known_inert.get(name[3:]) == "bool+no"):
+        table_knob = getattr(table, "KNOBS", {}).get(name)
+        if table_knob is not None:
+            field_name, arity = table_knob
+            if field_name == "config":
+                draft.set("config", take_value(here, inline), here)
+            elif field_name in BY_NAME():
+                _set_knob(draft, BY_NAME()[field_name], here, inline, take_value)
+            else:
+                skip(arity, inline)
+                draft.notes.append(f"--{name} is accepted but not modelled")
+            continue
+        if name in known_inert or _negated_bool(name, known_inert) or _negated_bool(name, noted):
             inert.append("--" + name)
             skip(str(known_inert.get(name, "bool")), inline)
             continue
@@ -225,11 +299,14 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
             continue
         if name in renamed:
             new, when, refused, arity = renamed[name]
-            if refused:
-                raise KvplanError(f"this flag is gone from current vLLM ({when}); today: {new}", here)
-            draft.notes.append(f"--{name} is deprecated ({when}); today: {new}")
+            if refused and not _still_there(when, version):
+                raise KvplanError(f"this flag is gone from current {_engine_label(engine)} ({when}); today: {new}",
+                                  here)
+            draft.notes.append(f"--{name} is deprecated or gone ({when}); today: {new}")
             skip(arity, inline)
             continue
+        if name in KVPLAN_OPTIONS and not kvplan_knobs:
+            raise KvplanError("is an option of kvplan, not of the pasted command: put it before --", here)
         candidates = all_spellings(engine) + list(known_inert) + list(noted) + list(renamed)
         raise KvplanError(f"unknown {_engine_label(engine)} flag{did_you_mean(name, candidates, '--')}", here)
     if inert:
@@ -310,6 +387,25 @@ def _unabbreviated(name: str, engine: str) -> str:
 def _known_elsewhere(name: str, engine: str) -> bool:
     table = flag_table(engine)
     return any(name in getattr(table, kind, {}) for kind in ("INERT", "NOTED", "RENAMED"))
+
+
+KVPLAN_OPTIONS = ("json", "suggest", "context", "schema", "gpu", "gpu-memory", "engine", "vllm-version", "token")
+
+
+def _negated_bool(name: str, flags: dict[str, Any]) -> bool:
+    """`--no-X` for an on/off flag X: argparse's BooleanOptionalAction, and the hidden --no- forms vLLM 0.33 keeps
+    for its --enable-X / --disable-X pairs."""
+    if not name.startswith("no-"):
+        return False
+    arity = flags.get(name[3:])
+    arity = arity[0] if isinstance(arity, tuple) else arity
+    return arity == "bool+no" or (arity == "bool" and name[3:].startswith(("enable-", "disable-")))
+
+
+def _still_there(when: str, version: tuple[int, int] | None) -> bool:
+    """A flag the catalogue marks removed is still accepted by an older engine version (`last in v0.17.1`)."""
+    last = re.search(r"last in v(\d+)\.(\d+)", when)
+    return bool(version and last and version <= (int(last.group(1)), int(last.group(2))))
 
 
 def _set_knob(draft: Draft, knob: Knob, here: str, inline: str | None, take_value: Any) -> None:

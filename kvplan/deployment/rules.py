@@ -9,22 +9,32 @@ from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
-# Speculative methods vLLM's SpeculativeConfig accepts (vllm/config/speculative.py).
-SPECULATIVE_METHODS = ("ngram", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "deepseek_mtp",
-                       "mtp", "ernie_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "longcat_flash_mtp", "suffix")
+# Speculative methods of vLLM's SpeculativeConfig (vllm/config/speculative.py), besides the per-model "*_mtp".
+SPECULATIVE_METHODS = ("ngram", "ngram_gpu", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "mtp",
+                       "suffix", "extract_hidden_states", "dflash")
+NEEDS_DRAFT_MODEL = ("eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "dflash")
+SPECULATIVE_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
+                    "moe_backend", "attention_backend", "max_model_len", "revision", "code_revision",
+                    "disable_by_batch_size", "disable_padded_drafter_batch", "use_local_argmax_reduction",
+                    "prompt_lookup_max", "prompt_lookup_min", "speculative_token_tree", "parallel_drafting",
+                    "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                    "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob", "rejection_sample_method",
+                    "draft_sample_method", "enforce_eager", "draft_load_config")
+MAX_SPECULATIVE_TOKENS = 1024  # far beyond any tree or chain in use; a bound on absurd input
 # --quantization values that load a checkpoint of the given method with another kernel, as vLLM allows.
 COMPATIBLE_OVERRIDES = {"awq": ("awq_marlin", "marlin", "moe_wna16"), "gptq": ("gptq_marlin", "gptq_bitblas", "marlin",
                                                                             "gptq_marlin_24", "moe_wna16"),
                         "fp8": ("fbgemm_fp8",), "compressed-tensors": (), "modelopt": ("modelopt_fp4",)}
 
 
-def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> None:
+def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> list[str]:
+    """Refuses what the engine refuses; returns notes on what it accepts but kvplan does not read."""
     _engine_version(dep)
     _block_size(dep)
     _parallel(dep, spec)
     _quantization(dep, spec)
-    _speculative(dep)
     _dtype(dep, gpu)
+    return _speculative(dep)
 
 
 def _engine_version(dep: Deployment) -> None:
@@ -74,26 +84,44 @@ def _quantization(dep: Deployment, spec: ModelSpec) -> None:
                       dep.where("quantization"))
 
 
-def _speculative(dep: Deployment) -> None:
+def _speculative(dep: Deployment) -> list[str]:
+    """SpeculativeConfig's own checks; returns notes for keys it does not know."""
+    import difflib
+
     config = dep.speculative_config
     if config is None:
-        return
+        return []
     where = dep.where("speculative_config")
+    notes = []
+    for key in config:
+        if key in SPECULATIVE_KEYS:
+            continue
+        close = difflib.get_close_matches(str(key), SPECULATIVE_KEYS, n=1, cutoff=0.75)
+        if close:
+            raise KvplanError(f"unknown key {key!r:.40}; did you mean {close[0]!r}?", where)
+        notes.append(f"speculative_config key {key!r:.40} is not one kvplan knows; ignored")
     method = config.get("method")
     model = config.get("model")
     if method is None and model is None:
         raise KvplanError("needs a 'method' (or a draft 'model'): e.g. {\"method\": \"eagle\", \"model\": ..., "
                           "\"num_speculative_tokens\": 3}", where)
-    if method is not None and (not isinstance(method, str) or method not in SPECULATIVE_METHODS):
-        raise KvplanError(f"unknown method {method!r:.40}; choose from {', '.join(SPECULATIVE_METHODS)}", where)
+    known = isinstance(method, str) and (method in SPECULATIVE_METHODS or method.endswith("_mtp"))
+    if method is not None and not known:
+        raise KvplanError(f"unknown method {method!r:.40}; choose from {', '.join(SPECULATIVE_METHODS)} or a "
+                          "model's *_mtp", where)
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise KvplanError(f"'model' must be a model id or path, got {model!r:.40}", where)
+    if method in NEEDS_DRAFT_MODEL and model is None:
+        raise KvplanError(f"method {method!r} needs a draft 'model' (its weights and layers)", where)
     tokens = config.get("num_speculative_tokens")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
-        raise KvplanError(f"'num_speculative_tokens' must be a positive integer, got {tokens!r:.40}", where)
-    if tokens is None and method == "ngram":
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                               or not 1 <= tokens <= MAX_SPECULATIVE_TOKENS):
+        raise KvplanError(f"'num_speculative_tokens' must be a positive integer up to {MAX_SPECULATIVE_TOKENS}, got "
+                          f"{tokens!r:.40}", where)
+    if tokens is None and method in ("ngram", "ngram_gpu", "suffix"):
         # Other methods may take the count from the draft model's config; n-gram lookup has no config.
-        raise KvplanError("'num_speculative_tokens' is required for the ngram method", where)
+        raise KvplanError(f"'num_speculative_tokens' is required for the {method} method", where)
+    return notes
 
 
 def _dtype(dep: Deployment, gpu: GpuChoice) -> None:

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.deployment.declaration import BY_NAME, Deployment, knobs
+from kvplan.deployment.declaration import BY_NAME, DOOR, Deployment, knobs
 from kvplan.deployment.knobs import AUTO, Knob
 from kvplan.errors import KvplanError
 from kvplan.units import parse_human_int, parse_size
@@ -73,6 +73,8 @@ def _convert(knob: Knob, raw: Any, where: str) -> Any:
     kind = knob.kind
     if isinstance(raw, float) and kind in ("int", "size") and math.isfinite(raw) and raw.is_integer():
         return int(raw)
+    if kind == "bool" and type(raw) is int and raw in (0, 1):
+        return bool(raw)  # as "0" / "1" are read
     if not isinstance(raw, str):
         return raw
     text = raw.strip()
@@ -118,14 +120,24 @@ class Draft:
     def set(self, name: str, raw: Any, where: str) -> None:
         self.values[name] = (raw, where)
 
+    def override(self, other: Draft) -> Draft:
+        """update(), noting each value the other layer replaces with a different one."""
+        for name, (raw, where) in other.values.items():
+            before = self.values.get(name)
+            if before is not None and str(before[0]) != str(raw):
+                self.notes.append(f"{where} {raw} wins over {before[1]} {before[0]}")
+        return self.update(other)
+
     def update(self, other: Draft) -> Draft:
         self.values.update(other.values)
         self.notes.extend(n for n in other.notes if n not in self.notes)
         return self
 
+    door: str | None = None  # how knobs not given are named in errors (a mapping's own name)
+
     def deployment(self) -> Deployment:
         kwargs: dict[str, Any] = {}
-        origins: dict[str, str] = {}
+        origins: dict[str, str] = {DOOR: self.door} if self.door else {}
         for name, (raw, where) in self.values.items():
             value = coerce(BY_NAME()[name], raw, where)
             if value is not None:
@@ -139,17 +151,13 @@ def field_for(key: str, engine: str = "vllm") -> Knob | None:
     or this engine's own name for it."""
     normal = key.strip().lstrip("-").replace("_", "-").lower()
     for knob in knobs():
-        spellings = (knob.name.replace("_", "-"), *knob.aliases, *knob.engine_aliases.get(engine, ()))
-        if normal in spellings:
+        if normal in knob.spellings(engine):
             return knob
     return None
 
 
 def all_spellings(engine: str = "vllm") -> list[str]:
-    names = []
-    for knob in knobs():
-        names += [knob.name.replace("_", "-"), *knob.aliases, *knob.engine_aliases.get(engine, ())]
-    return names
+    return [spelling for knob in knobs() for spelling in knob.spellings(engine)]
 
 
 def did_you_mean(word: str, candidates: list[str], prefix: str = "") -> str:
@@ -165,7 +173,7 @@ def draft_from_mapping(mapping: Any, where: str, engine: str | None = None,
     if not isinstance(mapping, dict):
         raise KvplanError(f"expected a mapping of knob names to values, got {type(mapping).__name__}", where)
     engine = engine or str(mapping.get("engine") or "vllm").lower()
-    draft = Draft()
+    draft = Draft(door=where)
     for key, raw in mapping.items():
         line = f":{lines[key]}" if lines and key in lines else ""
         here = f"{where}{line}: {key}"

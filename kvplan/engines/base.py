@@ -44,7 +44,9 @@ class Engine(Protocol):
 def plan(engine: Engine, target: Target) -> Plan:
     from kvplan.deployment.rules import check
 
-    check(target.deployment, target.spec, target.gpu)
+    notes = check(target.deployment, target.spec, target.gpu)
+    if notes:
+        target = replace(target, notes=(*target.notes, *notes))
     if target.deployment.max_model_len == AUTO:
         return _auto_length(engine, target)
     return _plan(engine, target)

@@ -38,8 +38,10 @@ def prepare(target: Target, flat_pool: bool = False) -> Prepared:
     """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool)."""
     spec, dep = target.spec, target.deployment
     dtype, dtype_note = model_dtype(spec, dep, target.gpu)
-    kv_name, kv_bytes = kv_dtype(dep, dtype)
-    weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, dep))
+    # a dtype the config names (not a flag the user typed) is blamed on the config
+    dtype_where = dep.where("dtype") if dep.dtype != "auto" else f"{spec.source.location}: torch_dtype"
+    kv_name, kv_bytes = kv_dtype(dep, dtype, dtype_where)
+    weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep))
     drafts, draft_weights, draft_note = draft_layers(target, dtype)
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
@@ -69,9 +71,10 @@ def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) 
     return dtype, None
 
 
-def kv_dtype(dep: Deployment, model: str) -> tuple[str, int]:
-    name = model if dep.kv_cache_dtype == "auto" else dep.kv_cache_dtype
-    return name, dtype_bytes(name, dep.where("kv_cache_dtype"))
+def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:
+    if dep.kv_cache_dtype == "auto":
+        return model, dtype_bytes(model, model_where)
+    return dep.kv_cache_dtype, dtype_bytes(dep.kv_cache_dtype, dep.where("kv_cache_dtype"))
 
 
 def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
@@ -155,7 +158,7 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
     layouts = [pool_layout(stage.layers, settings.block_size, prepared.kv_bytes, tp) for stage in prepared.stages]
     pairs = list(zip(layouts, memories, strict=True))
-    blocks = [layout.num_blocks(memory.kv_cache_bytes) for layout, memory in pairs]
+    blocks = [capped_blocks(layout.num_blocks(memory.kv_cache_bytes), settings) for layout, memory in pairs]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
@@ -194,10 +197,24 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     if dep.data_parallel_size > 1:
         notes.append(f"data parallel {dep.data_parallel_size}: each replica has its own weights and this pool; "
                      f"{dep.data_parallel_size} x the requests at once in all")
+    if settings.blocks_override is not None:
+        notes.append(f"num_gpu_blocks_override: {settings.blocks_override:,} blocks, whatever the memory budget")
+    if settings.token_cap is not None and num_blocks * settings.block_size >= settings.token_cap - settings.block_size:
+        notes.append(f"max_total_tokens caps the pool at {settings.token_cap:,} tokens")
     return Plan(model=spec, gpu=gpu, tensor_parallel=tp, pipeline_parallel=dep.pipeline_parallel_size,
+                data_parallel=dep.data_parallel_size,
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
                 capacity=capacity, limiting_stage=limiting, error=error,
                 notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+
+
+def capped_blocks(blocks: int, settings: EngineSettings) -> int:
+    """The engine's own overrides of the profiled block count."""
+    if settings.blocks_override is not None:
+        return settings.blocks_override
+    if settings.token_cap is not None:
+        return min(blocks, settings.token_cap // settings.block_size)
+    return blocks
 
 
 def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],

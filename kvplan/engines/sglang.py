@@ -32,7 +32,7 @@ class Sglang:
             "sglang", self.label, self.kv_log, dep.engine_version, dep.gpu_memory_utilization or fraction,
             dep.block_size or 1, common.check_max_model_len(target.spec, dep), dep.max_num_seqs,
             dep.max_num_batched_tokens or chunked, utilization_knob="mem_fraction_static",
-            length_knob="context_length")
+            length_knob="context_length", token_cap=dep.max_total_tokens)
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:

@@ -109,11 +109,15 @@ class Vllm:
         era = era_of(version, dep.where("engine_version"))
         max_model_len = common.check_max_model_len(spec, dep)
         default_seqs, default_tokens = batch_defaults(gpu, era, max_model_len)
+        seqs, tokens = dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens
+        if tokens < seqs:  # SchedulerConfig._verify_args
+            where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
+            raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+                              f"({seqs}).", where)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
-            dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len,
-            dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens,
-            concurrency_in_tokens=era.v0)
+            dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len, seqs, tokens,
+            concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override)
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -127,7 +131,8 @@ class Vllm:
                                settings.max_num_batched_tokens or settings.max_model_len)
         non_torch = era.non_torch_multi if tp * pp > 1 else era.non_torch_single
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
-        graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers if use_graphs and not dep.enforce_eager else 0
+        eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
+        graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers if use_graphs and not eager else 0
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
 

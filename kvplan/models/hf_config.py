@@ -27,7 +27,8 @@ ROPE_TYPES_KEEPING_LENGTH = ("su", "longrope", "llama3", "mrope", "default")
 def load_json(raw: bytes, where: str) -> dict[str, Any]:
     """Parse config bytes. Python's json accepts bare Infinity / NaN, which real configs contain."""
     if len(raw) > MAX_CONFIG_BYTES:
-        raise KvplanError(f"file is {len(raw):,} bytes; a config.json is a few KB, so this is not one", where)
+        raise KvplanError(f"file is over {MAX_CONFIG_BYTES:,} bytes; a config.json is a few KB, so this is not one",
+                          where)
     if not raw.strip():
         raise KvplanError("file is empty; expected a JSON object", where)
     try:

@@ -82,10 +82,18 @@ def with_overrides(config: dict[str, Any], overrides: dict[str, Any] | None) -> 
     return merged
 
 
+def read_bounded(path: Path) -> bytes:
+    """At most one byte more than a config may have: /dev/zero or a FIFO must not make kvplan read forever."""
+    from kvplan.models.hf_config import MAX_CONFIG_BYTES
+
+    with path.open("rb") as handle:
+        return handle.read(MAX_CONFIG_BYTES + 1)
+
+
 def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None) -> ModelSpec:
     where = str(spec_file.path)
     try:
-        raw = spec_file.path.read_bytes()
+        raw = read_bounded(spec_file.path)
     except OSError as exc:
         raise KvplanError(f"cannot read: {exc.strerror or exc}", where) from None
     document = load_json(raw, where)
@@ -139,7 +147,7 @@ def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any
     if not config_path.is_file():
         raise KvplanError("no config.json in this directory", str(path))
     try:
-        raw = config_path.read_bytes()
+        raw = read_bounded(config_path)
     except OSError as exc:
         raise KvplanError(f"cannot read: {exc.strerror}", where) from None
     data = load_json(raw, where)
@@ -215,7 +223,11 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
         raise KvplanError("the model is empty; give a bundled id (kvplan models list), a config.json path or a Hub "
                           "repo id")
     path = Path(model).expanduser()
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name longer than the file system allows, and the like
+        raise KvplanError(f"not a usable path or model id ({exc.strerror})", repr(model[:80])) from None
+    if exists:
         return read_local(path, overrides=overrides)
     if looks_like_path(model):
         explicit = model.startswith((".", "/", "~")) or model.endswith(".json")
