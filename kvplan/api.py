@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kvplan.levers import Lever
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Estimate:
     """One GPU's plan, with the levers that would change it most."""
 
@@ -89,7 +89,6 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
               token: str | None = None) -> list[Estimate]:
     """Plans of a deployment, one per GPU it names; levers when it does not fit (or when asked)."""
     from kvplan.engines import estimate as run_engine
-    from kvplan.levers import levers
 
     if dep.model is None:
         raise KvplanError("no model given: a bundled id, a config.json path or a Hub repo id (or a pasted launch "
@@ -108,6 +107,8 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
         plan = run_engine(spec, here, choice, ladder, draft)
         found: tuple[Lever, ...] = ()
         if suggest or not plan.capacity.fits:
+            from kvplan.levers import levers
+
             found = tuple(levers(spec, here, choice, plan, draft))
         results.append(Estimate(plan, found))
     return results

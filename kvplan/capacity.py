@@ -11,13 +11,17 @@ from kvplan.models.layers import Layer
 
 @dataclass(frozen=True)
 class KvGroup:
+    """Layers of one spec that share block ids: a KV-cache group."""
+
     layer: Layer  # the spec every layer of the group shares
     slots: int  # layers per group, padding included
     real_layers: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PoolLayout:
+    """One rank's block pool: its groups and what a block costs."""
+
     block_size: int
     groups: tuple[KvGroup, ...]
     page_bytes: int  # one layer's bytes for one block

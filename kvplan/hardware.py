@@ -14,8 +14,10 @@ from kvplan.errors import KvplanError
 CATALOGUE = Path(__file__).parent / "data" / "gpus.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Gpu:
+    """One catalogue GPU, with the memory the CUDA runtime reports and its sources."""
+
     id: str
     name: str
     aliases: tuple[str, ...]

@@ -13,6 +13,8 @@ from kvplan.plan import GpuChoice, Plan
 
 @dataclass(frozen=True)
 class Lever:
+    """One change to the deployment, re-planned: what it gives."""
+
     change: str
     flags: str
     tokens: int

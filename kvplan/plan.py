@@ -29,6 +29,8 @@ class GpuChoice:
 
 @dataclass(frozen=True)
 class EngineSettings:
+    """The settings the engine runs with once its defaults are applied."""
+
     name: str
     label: str  # the engine's own name in messages: vLLM, SGLang, TensorRT-LLM
     kv_log: str  # the startup log line that prints the token count
@@ -61,6 +63,8 @@ class Memory:
 
 @dataclass(frozen=True)
 class LadderRung:
+    """Requests of one context length that run at once."""
+
     context: int
     concurrency: int
     kv_limited: int
@@ -68,6 +72,8 @@ class LadderRung:
 
 @dataclass(frozen=True)
 class Capacity:
+    """What the pool holds: blocks, tokens, concurrency, and whether one request fits."""
+
     num_blocks: int
     tokens: int
     max_concurrency: float
@@ -83,8 +89,10 @@ INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in
                      "token_cap")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Plan:
+    """What one deployment gets, as the engine will allocate it."""
+
     model: ModelSpec
     gpu: GpuChoice
     tensor_parallel: int

@@ -12,8 +12,10 @@ INT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors",
                "int4", "int8", "experts_int8", "w8a8", "gguf")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WeightLayout:
+    """Bytes of weights by where they live: embeddings, lm_head, each decoder layer, vision tower."""
+
     embeddings: int  # bytes, first pipeline stage
     lm_head: int  # bytes, last pipeline stage
     per_layer: int  # bytes of one decoder layer

@@ -24,6 +24,8 @@ DOOR = "*"  # origins key: how the door that built the Deployment names knobs it
 
 @dataclass(frozen=True)
 class Deployment:
+    """One deployment: the GPU, parallelism and engine knobs, each field declared with its Knob."""
+
     # what to plan for (kvplan's own fields, and vLLM's model and revision)
     model: str | None = knob("str", "Model: bundled id, local config.json or directory, or Hub repo id.",
                              engine_aliases={"sglang": ("model-path",), "trtllm": ("model-path",)})

@@ -18,8 +18,10 @@ MAX_GPUS = 4096  # more ranks than any deployment has; a bound against absurd in
 MAX_TOKENS = 2**31 - 1  # a context or batch longer than this is not a real setting
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Knob:
+    """One knob of a deployment, as declared on its Deployment field."""
+
     kind: str
     help: str
     default: Any = None  # None: the engine decides (default_rule says how)

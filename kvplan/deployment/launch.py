@@ -38,7 +38,7 @@ def flag_table(engine: str) -> ModuleType | None:
     return table
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Launch:
     """What a launch command names: its engine (None for bare flags) and the flags after the launcher."""
 

@@ -18,7 +18,7 @@ LATEST = "0.29.0"
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Era:
     """The accounting rules of a range of vLLM versions. Constants were calibrated once on the public
     startup logs in docs/calibration.md, era by era, never per model."""

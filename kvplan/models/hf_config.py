@@ -87,8 +87,8 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     max_context, context_note = _max_context(lm, family)
     notes = [context_note] if context_note else []
 
-    params = param_count.count(lm, top, family, model_type, num_layers, hidden, heads, vocab, intermediate,
-                               layers, moe, tie)
+    params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
+                                                            layers, moe, tie))
     if not params.exact and params.note:
         notes.append(params.note)
     return ModelSpec(

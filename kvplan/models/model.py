@@ -11,6 +11,8 @@ from kvplan.models.layers import Layer
 
 @dataclass(frozen=True)
 class SpecSource:
+    """Where a spec was read from."""
+
     kind: str  # "bundled", "user", "local", "hub", "hub-cache"
     location: str
     revision: str | None = None
@@ -18,6 +20,8 @@ class SpecSource:
 
 @dataclass(frozen=True)
 class MoE:
+    """The mixture-of-experts layout of a model."""
+
     num_experts: int
     experts_per_token: int
     expert_intermediate_size: int
@@ -28,6 +32,8 @@ class MoE:
 
 @dataclass(frozen=True)
 class Quantization:
+    """The checkpoint's own quantization, from its config."""
+
     method: str
     bits: int | None = None
     group_size: int | None = None
@@ -36,6 +42,8 @@ class Quantization:
 
 @dataclass(frozen=True)
 class ParamCount:
+    """Parameters in all, and by the role that decides how each is stored."""
+
     total: int
     exact: bool
     note: str = ""
@@ -52,6 +60,8 @@ class ParamCount:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """The normalized architecture of one model: its layers, sizes and where it came from."""
+
     id: str
     source: SpecSource
     architecture: str

@@ -11,9 +11,26 @@ from kvplan.models.layers import Layer
 from kvplan.models.model import MoE, ParamCount
 
 
-def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, num_layers: int, hidden: int,
-          heads: int, vocab: int, intermediate: int, layers: tuple[Layer, ...], moe: MoE | None,
-          tied: bool) -> ParamCount:
+@dataclass(frozen=True, eq=False)
+class Decoder:
+    """What the config parser has read of the decoder: the shape every parameter rule works from."""
+
+    model_type: str
+    family: Family
+    hidden: int
+    heads: int
+    vocab: int
+    intermediate: int
+    layers: tuple[Layer, ...]
+    moe: MoE | None
+    tied: bool
+
+
+def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamCount:
+    """lm: the language model's part of the config; top: the whole config (a vision tower sits there)."""
+    shape = decoder_shape
+    family, model_type, hidden, heads, vocab = shape.family, shape.model_type, shape.hidden, shape.heads, shape.vocab
+    intermediate, layers, moe, tied = shape.intermediate, shape.layers, shape.moe, shape.tied
     norm = hidden * (2 if family.layer_norm else 1)
     norms_per_layer = family.norms_per_layer
     if lm.flag("new_decoder_architecture", False):
@@ -52,7 +69,7 @@ def count(lm: ConfigFields, top: ConfigFields, family: Family, model_type: str, 
                       experts=experts, vision=vision)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Mixers:
     """The parameter rule of each kind of mixer, read from one config (a layers.MixerCounter)."""
 
