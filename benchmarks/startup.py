@@ -1,6 +1,7 @@
 """Median wall time of `kvplan estimate` on a bundled model against a bare `python -c pass`.
 Target: at most 0.10 s median on a 2-core machine. Prints figures; asserts nothing.
 
+`--instructions` counts instructions with valgrind instead (steady where wall time is not).
 Bytecode is written and warmed up first, as on a user's machine (pip compiles an installed package); a
 PYTHONDONTWRITEBYTECODE in the environment would otherwise recompile every module on every run."""
 
@@ -49,7 +50,25 @@ def median_seconds(command: list[str]) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def instructions(command: list[str]) -> int | None:
+    """Instructions the command executes, counted by valgrind's callgrind: the same on every run, so two
+    versions can be compared on a machine whose clock wanders. None without valgrind."""
+    import re
+
+    if shutil.which("valgrind") is None:
+        return None
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=ENV)
+    found = re.search(r"refs:\s+([\d,]+)", result.stderr)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 if __name__ == "__main__":
+    if "--instructions" in sys.argv:
+        for name, command in COMMANDS.items():
+            count = instructions(command)
+            print(f"{name:40s} {count / 1e6:8.1f} M instructions" if count else f"{name:40s} (no valgrind)")
+        sys.exit(0)
     console_script = shutil.which("kvplan")
     if console_script:
         COMMANDS["kvplan (console script)"] = [console_script, "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu",

@@ -54,13 +54,13 @@ def flag(name: str, engine: str, value: object) -> str:
     """A knob as the engine's own command line spells it (--context-length on SGLang, --max_seq_len on
     trtllm-serve), so that a lever can be pasted."""
     from kvplan.deployment.declaration import BY_NAME
+    from kvplan.deployment.launch import flag_table
 
     knob = BY_NAME()[name]
     own = knob.engine_aliases.get(engine)
-    spelling = f"--{own[0]}" if own else knob.flag
-    if engine == "trtllm":
-        spelling = "--" + spelling[2:].replace("-", "_")
-    return f"{spelling} {value}"
+    dashed = own[0] if own else knob.name.replace("_", "-")
+    native: dict[str, str] = getattr(flag_table(engine), "NATIVE", {})
+    return f"{native.get(dashed, '--' + dashed)} {value}"
 
 
 def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: ModelSpec | None = None,

@@ -25,17 +25,15 @@ MODULE_ENGINES = {"vllm.entrypoints.openai.api_server": "vllm", "vllm.entrypoint
                   "sglang.launch_server": "sglang"}
 
 
+FLAG_TABLES = {"vllm": "flags_vllm", "sglang": "flags_sglang", "trtllm": "flags_trtllm"}
+
+
 def flag_table(engine: str) -> ModuleType | None:
-    """The engine's catalogue of flags kvplan does not model (deployment/flags_*.py)."""
-    if engine == "vllm":
-        from kvplan.deployment import flags_vllm as table
-    elif engine == "sglang":
-        from kvplan.deployment import flags_sglang as table  # type: ignore[no-redef]
-    elif engine == "trtllm":
-        from kvplan.deployment import flags_trtllm as table  # type: ignore[no-redef]
-    else:
-        return None
-    return table
+    """The engine's catalogue of flags kvplan does not model (deployment/flags_*.py), loaded on first need."""
+    from importlib import import_module
+
+    name = FLAG_TABLES.get(engine)
+    return import_module(f"kvplan.deployment.{name}") if name else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,7 +49,7 @@ class Launch:
 SHELL_ENDINGS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "&>")
 REDIRECTION = re.compile(r"^(\d*>>?|&>|<)(&\d+)?\S*$")
 WRAPPERS = {"nohup": 1, "exec": 1, "time": 1, "env": 1, "sudo": 1, "uv": 2, "poetry": 2, "pipenv": 2}
-DOCKER_IMAGES = {"vllm/vllm-openai": "vllm", "vllm-openai": "vllm"}
+DOCKER_IMAGES = ("vllm/vllm-openai", "vllm-openai")  # images whose entry point is vLLM's OpenAI server
 
 
 def shell_words(text: str, where: str) -> list[str]:
@@ -110,7 +108,8 @@ def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launc
     rest = tokens[index:]
     docker = _docker_args(rest) if len(rest) > 1 else None
     if docker is not None:
-        return split_launcher(docker, where)[0] | env, split_launcher(docker, where)[1]
+        inner_env, launch = split_launcher(docker, where)
+        return env | inner_env, launch
     if not rest or rest[0].startswith("-"):
         return env, Launch(None, "flags", rest)
     program = os.path.basename(rest[0])

@@ -8,7 +8,6 @@ from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 # Speculative methods of vLLM's SpeculativeConfig (vllm/config/speculative.py), besides the per-model "*_mtp".
 SPECULATIVE_METHODS = ("ngram", "ngram_gpu", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "mtp",
                        "suffix", "extract_hidden_states", "dflash")
@@ -29,23 +28,10 @@ COMPATIBLE_OVERRIDES = {"awq": ("awq_marlin", "marlin", "moe_wna16"), "gptq": ("
 
 def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> list[str]:
     """Refuses what the engine refuses; returns notes on what it accepts but kvplan does not read."""
-    _engine_version(dep)
-    _block_size(dep)
     _parallel(dep, spec)
     _quantization(dep, spec)
     _dtype(dep, gpu)
     return _speculative(dep)
-
-
-def _engine_version(dep: Deployment) -> None:
-    if dep.engine_version is not None and dep.engine != "vllm":
-        raise KvplanError("an engine version applies to --engine vllm only", dep.where("engine_version"))
-
-
-def _block_size(dep: Deployment) -> None:
-    if dep.engine == "vllm" and dep.block_size is not None and dep.block_size not in VLLM_BLOCK_SIZES:
-        raise KvplanError(f"invalid choice {dep.block_size} (choose from {', '.join(map(str, VLLM_BLOCK_SIZES))})",
-                          dep.where("block_size"))
 
 
 def _parallel(dep: Deployment, spec: ModelSpec) -> None:

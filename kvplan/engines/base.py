@@ -8,6 +8,7 @@ from typing import Protocol
 
 from kvplan.deployment import Deployment
 from kvplan.deployment.knobs import AUTO
+from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 
@@ -30,6 +31,7 @@ class Engine(Protocol):
     label: str  # how the engine names itself in messages
     kv_log: str  # the log line whose token count Capacity.tokens reproduces
     flat_pool: bool  # one pool in which every layer caches every token (no sliding-window savings)
+    versioned: bool  # its accounting changes by version (--vllm-version)
 
     def settings(self, target: Target) -> EngineSettings: ...
 
@@ -44,6 +46,9 @@ class Engine(Protocol):
 def plan(engine: Engine, target: Target) -> Plan:
     from kvplan.deployment.rules import check
 
+    if target.deployment.engine_version is not None and not engine.versioned:
+        raise KvplanError(f"an engine version applies to vLLM only, not {engine.label}",
+                          target.deployment.where("engine_version"))
     notes = check(target.deployment, target.spec, target.gpu)
     if notes:
         target = replace(target, notes=(*target.notes, *notes))

@@ -21,6 +21,7 @@ def default_mem_fraction(total_bytes: int, tp: int, pp: int) -> tuple[float, int
 class Sglang:
     name = "sglang"
     label = "SGLang"
+    versioned = False
     kv_log = "KV Cache is allocated. #tokens: N"
     flat_pool = True
 

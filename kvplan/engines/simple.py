@@ -15,6 +15,7 @@ DEFAULT_BLOCK = 16
 class Simple:
     name = "simple"
     label = "The engine"
+    versioned = False
     kv_log = "KV cache tokens"
     flat_pool = False
 

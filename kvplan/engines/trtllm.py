@@ -34,6 +34,7 @@ def runtime_buffer_bytes(spec: ModelSpec, tp: int, batch: int, max_num_tokens: i
 class TensorRtLlm:
     name = "trtllm"
     label = "TensorRT-LLM"
+    versioned = False
     kv_log = "Allocated ... GiB for max tokens in paged KV cache (N)"
     flat_pool = True
 

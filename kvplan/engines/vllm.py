@@ -15,6 +15,7 @@ from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
 
 LATEST = "0.29.0"
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
 
 
@@ -100,11 +101,15 @@ def batch_defaults(gpu: GpuChoice, era: Era, max_model_len: int) -> tuple[int, i
 class Vllm:
     name = "vllm"
     label = "vLLM"
+    versioned = True
     kv_log = "GPU KV cache size"
     flat_pool = False
 
     def settings(self, target: Target) -> EngineSettings:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
+        if dep.block_size is not None and dep.block_size not in BLOCK_SIZES:
+            raise KvplanError(f"invalid choice {dep.block_size} (choose from {', '.join(map(str, BLOCK_SIZES))})",
+                              dep.where("block_size"))
         version = dep.engine_version or LATEST
         era = era_of(version, dep.where("engine_version"))
         max_model_len = common.check_max_model_len(spec, dep)
