@@ -57,6 +57,7 @@ def instructions(command: list[str]) -> int | None:
 
     if shutil.which("valgrind") is None:
         return None
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)  # bytecode
     result = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=ENV)
     found = re.search(r"refs:\s+([\d,]+)", result.stderr)

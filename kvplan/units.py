@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 from kvplan.errors import KvplanError
 
@@ -35,6 +34,8 @@ def parse_size(text: str, where: str = "size") -> int:
                           "24GB or 24g (10^9), or a byte count", where)
     number, unit = match.groups()
     number = number.replace("_", "")
+    from decimal import Decimal  # exact decimals (1.5GiB) without float rounding
+
     value = Decimal(number)
     if unit in _LETTERS:
         factor = _LETTERS[unit]

@@ -44,7 +44,8 @@ class Deployment:
     reserve_bytes: int | None = knob("size", "simple engine: memory held back besides the weights.", minimum=0,
                                      maximum=2**50, default_rule="1 GB", aliases=("reserve",), engine_flag=False)
     estimate_cudagraphs: bool | None = knob("bool", "vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS switch.",
-                                            default_rule="the era's default (on from v0.21)", engine_flag=False)
+                                            default_rule="the era's default (on from v0.21)", engine_flag=False,
+                                            env="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
     # engine knobs, by vLLM's names
     dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)
     kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)
@@ -148,6 +149,12 @@ def knobs() -> tuple[Knob, ...]:
     from dataclasses import replace
 
     return tuple(replace(f.metadata["knob"], name=f.name) for f in fields(Deployment) if "knob" in f.metadata)
+
+
+@lru_cache(maxsize=1)
+def env_knobs() -> dict[str, str]:
+    """Environment variable -> the knob it sets (vLLM's own switches that change memory)."""
+    return {k.env: k.name for k in knobs() if k.env}
 
 
 @lru_cache(maxsize=1)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kvplan.deployment.declaration import Deployment
-from kvplan.deployment.launch import ENV_KNOBS, parse_command, parse_flags, version_tuple
+from kvplan.deployment.declaration import Deployment, env_knobs
 from kvplan.deployment.values import Draft
 
 
@@ -19,18 +18,23 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
     typed = Draft()
     for name, (value, where) in own.items():
         typed.set(name, value, where)
-    for variable, name in ENV_KNOBS.items():
+    for variable, name in env_knobs().items():
         if environ.get(variable, "") != "":
             typed.set(name, environ[variable], variable)
     engine = str(own.get("engine", ("vllm", ""))[0]).lower()
     version = own.get("engine_version", (None, ""))[0]
     draft = Draft()
     if pasted:
+        from kvplan.deployment.launch import parse_command
+
         draft.update(parse_command(pasted, "pasted command", engine, version))
         engine = str(draft.values.get("engine", (engine, ""))[0]).lower()
     if config is not None:
         from kvplan.deployment.config_file import read_config
 
         draft = read_config(config, engine).override(draft)
-    draft.override(parse_flags(flags, engine, "command line", version=version_tuple(version)))
+    if flags:  # the launch-command parser loads only when there are engine flags to read
+        from kvplan.deployment.launch import parse_flags, version_tuple
+
+        draft.override(parse_flags(flags, engine, "command line", version=version_tuple(version)))
     return draft.override(typed).deployment()

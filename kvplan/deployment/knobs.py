@@ -37,6 +37,7 @@ class Knob:
     json_level: bool = False  # json knob that also takes a bare integer level (-cc 3)
     auto: bool = False  # also takes "auto" (or -1), stored as AUTO: the engine picks the value
     engines: tuple[str, ...] = ()  # the engines that have this knob; empty: every engine
+    env: str | None = None  # the engine's environment variable that sets it, where it has one
 
     def spellings(self, engine: str) -> tuple[str, ...]:
         """How this knob may be written for the engine (dash form); none where the engine lacks it."""

@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from kvplan.deployment.declaration import BY_NAME
+from kvplan.deployment.declaration import BY_NAME, env_knobs
 from kvplan.deployment.knobs import Knob
 from kvplan.deployment.values import Draft, all_spellings, did_you_mean, field_for
 from kvplan.errors import KvplanError
 
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-# vLLM's environment switches that change memory, and the knob each sets.
-ENV_KNOBS = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "estimate_cudagraphs"}
 PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 MODULE_ENGINES = {"vllm.entrypoints.openai.api_server": "vllm", "vllm.entrypoints.api_server": "vllm",
                   "sglang.launch_server": "sglang"}
@@ -145,7 +143,7 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
     if launch.engine is not None:
         draft.set("engine", launch.engine, f"{where}: {launch.launcher}")
     for name, value in env.items():
-        knob_name = ENV_KNOBS.get(name)
+        knob_name = env_knobs().get(name)
         if knob_name is not None:
             draft.set(knob_name, value, name)
         elif name.startswith(("VLLM_", "SGLANG_", "TRTLLM_", "CUDA_", "NCCL_")):
