@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.deployment import Deployment
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kvplan.levers import Lever
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Estimate:
     """One GPU's plan, with the levers that would change it most."""
 
@@ -97,19 +97,19 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
     try:
         spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)
     except KvplanError as exc:
-        if not dep.hf_overrides:
+        overridden = [key for key in dep.hf_overrides or {} if f"'{key}" in exc.message or f".{key}'" in exc.message]
+        if not overridden:
             raise
-        raise KvplanError(f"{exc} (with the config as {dep.where('hf_overrides')} changes it)") from None
+        raise exc.at(dep.where("hf_overrides")) from None  # the override is what made the config wrong
     draft = draft_model(dep, token)
     results = []
     for choice in choices:
-        here = replace(dep, gpu_memory_bytes=None) if dep.gpu is not None else dep
-        plan = run_engine(spec, here, choice, ladder, draft)
+        plan = run_engine(spec, dep, choice, ladder, draft)
         found: tuple[Lever, ...] = ()
         if suggest or not plan.capacity.fits:
             from kvplan.levers import levers
 
-            found = tuple(levers(spec, here, choice, plan, draft))
+            found = tuple(levers(spec, dep, choice, plan, draft))
         results.append(Estimate(plan, found))
     return results
 
@@ -126,7 +126,7 @@ def estimate(model: str, gpu: str | None = None, gpu_memory: int | str | None = 
     if gpu is not None:
         mapping["gpu"] = gpu
     if gpu_memory is not None:
-        mapping["gpu_memory_bytes"] = gpu_memory
+        mapping["gpu_memory"] = gpu_memory
     dep = Deployment.from_mapping(mapping, "kvplan.estimate()")
     if dep.gpu is not None and "," in dep.gpu:
         raise KvplanError("one GPU per call; call estimate() once for each", "gpu")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.models.layers import Layer
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class KvGroup:
     """Layers of one spec that share block ids: a KV-cache group."""
 
@@ -18,7 +18,7 @@ class KvGroup:
     real_layers: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class PoolLayout:
     """One rank's block pool: its groups and what a block costs."""
 

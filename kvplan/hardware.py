@@ -14,7 +14,7 @@ from kvplan.errors import KvplanError
 CATALOGUE = Path(__file__).parent / "data" / "gpus.json"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Gpu:
     """One catalogue GPU, with the memory the CUDA runtime reports and its sources."""
 

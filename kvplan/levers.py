@@ -11,7 +11,7 @@ from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice, Plan
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Lever:
     """One change to the deployment, re-planned: what it gives."""
 

@@ -27,7 +27,7 @@ class GpuChoice:
         return int(major) if major.isdigit() else None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class EngineSettings:
     """The settings the engine runs with once its defaults are applied."""
 
@@ -47,7 +47,7 @@ class EngineSettings:
     token_cap: int | None = None  # SGLang --max-total-tokens: at most this many tokens in the pool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Memory:
     """One rank's memory, in bytes. kv_cache is what is left for the block pool."""
 
@@ -61,7 +61,7 @@ class Memory:
     kv_cache_bytes: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class LadderRung:
     """Requests of one context length that run at once."""
 
@@ -70,7 +70,7 @@ class LadderRung:
     kv_limited: int
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Capacity:
     """What the pool holds: blocks, tokens, concurrency, and whether one request fits."""
 
@@ -89,7 +89,7 @@ INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in
                      "token_cap")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Plan:
     """What one deployment gets, as the engine will allocate it."""
 

@@ -61,24 +61,26 @@ def parse_size(text: str, where: str = "size") -> int:
     return int(value * factor)
 
 
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_HUMAN_INT = re.compile(r"^(-?[0-9]+)([KMGT]?)$|^([0-9]+(?:\.[0-9]+)?)([kmgt])$")
 
 
 def parse_human_int(text: str | None, flag: str) -> int | None:
-    """Integers as vLLM reads them: '32768', '32K' (x 1024), '25.6k' (x 1000; decimals only with k/m/g)."""
+    """Integers as vLLM's human_readable_int reads them: '32768', '32K' (x 2^10), '25.6k' (x 10^3; decimals
+    only with the lower-case, decimal suffixes k/m/g/t)."""
     if text is None:
         return None
     value = text.strip().replace("_", "")
-    suffix = value[-1:] if value[-1:] in _DECIMAL or value[-1:] in _BINARY else ""
-    number = value[: len(value) - len(suffix)]
-    try:
-        if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
-        return int(number) * _BINARY.get(suffix, 1)
-    except ValueError:
-        raise KvplanError(f"expected an integer (e.g. 32768, 32K = 32,768 or 32k = 32,000), got {text!r}",
-                          flag) from None
+    match = _HUMAN_INT.match(value)
+    if not match:
+        raise KvplanError(f"expected an integer (e.g. 32768, 32K = 32,768 or 32k = 32,000), got {text!r:.40}", flag)
+    whole, binary, decimal, letter = match.groups()
+    if whole is not None:
+        return int(whole) * _BINARY.get(binary, 1)
+    from decimal import Decimal  # 25.6k is exactly 25,600
+
+    return int(Decimal(decimal) * _DECIMAL[letter])
 
 
 # Bytes per element of the dtypes that appear in HF configs and vLLM flags.

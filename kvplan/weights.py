@@ -12,7 +12,7 @@ INT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors",
                "int4", "int8", "experts_int8", "w8a8", "gguf")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class WeightLayout:
     """Bytes of weights by where they live: embeddings, lm_head, each decoder layer, vision tower."""
 

@@ -107,7 +107,8 @@ def test_lookup_order_local_path_then_user_then_bundled_then_hub(user_spec_dir, 
                                 capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
         assert result.returncode == 0, result.stderr
         shown = json.loads(result.stdout)
-        assert shown["lookup_order"] == list(sources.LOOKUP_ORDER)
+        assert shown["lookup_order"] == ["local path", "user specs", "bundled specs", "Hugging Face cache",
+                                         "Hugging Face Hub"]  # the order the three specs above were found in
         return shown["num_layers"], shown["source"]["kind"]
 
     def config_with(layers):

@@ -45,11 +45,12 @@ def test_pasted_sglang_command_sets_the_engine():
     _, plan = plan_of("--gpu", "h100", "--", "python", "-m", "sglang.launch_server", "--model-path",
                       "Qwen/Qwen2.5-7B", "--tp-size", "2", "--mem-fraction-static", "0.8", "--context-length", "8192")
     assert plan["engine"]["name"] == "sglang" and plan["engine"]["gpu_memory_utilization"] == 0.8
-    # SGLang: pool = total - weights - total x (1 - 0.8), on each of 2 ranks; 1-token pages of
-    # 2 x 28 layers x (4 KV heads / 2) x 128 x 2 B = 28,672 B per token per rank
-    total, weights = 85_018_877_624, plan["memory"]["weights_bytes"]
-    assert plan["memory"]["kv_cache_bytes"] == total - weights - int(total * (1 - 0.8))
-    assert plan["capacity"]["num_blocks"] == plan["memory"]["kv_cache_bytes"] // 28_672
+    # SGLang, per rank: pool = total - weights - total x (1 - 0.8). H100 total 85,018,877,624 B; weights
+    # 7,615,616,512 params x 2 B / TP 2 = 7,615,616,512 B; held back int(85,018,877,624 x 0.2) = 17,003,775,524;
+    # pool 60,399,485,588 B in 1-token pages of 2 x 28 layers x (4 KV heads / 2) x 128 x 2 B = 28,672 B
+    assert plan["memory"]["weights_bytes"] == 7_615_616_512
+    assert plan["memory"]["kv_cache_bytes"] == 60_399_485_588
+    assert plan["capacity"]["num_blocks"] == 60_399_485_588 // 28_672 == 2_106_566
 
 
 def test_config_file_and_explicit_flags(tmp_path):
@@ -309,3 +310,50 @@ def test_a_bad_dtype_in_the_config_is_blamed_on_the_config(tmp_path):
 def test_speculative_config_keys_and_bounds(config, fragment):
     one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--speculative-config", config),
                    "--speculative-config", fragment)
+
+
+def test_precedence_found_in_review(tmp_path):
+    # the pasted command's own VAR=value beats the shell's environment, as a shell would run it
+    env = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
+    result = run("estimate", "--gpu", "h100", "--json", "--", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0", "vllm",
+                 "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192", env=env)
+    assert json.loads(result.stdout)["memory"]["cuda_graph_bytes"] == 0
+    # vllm serve serves its positional model, whatever --model says
+    _, plan = plan_of("--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--model", "Qwen/Qwen2.5-14B",
+                      "--max-model-len", "8192")
+    assert plan["model"]["id"] == "Qwen/Qwen2.5-7B"
+    assert any("Qwen/Qwen2.5-14B is ignored" in note for note in plan["notes"])
+    # --engine that contradicts the pasted launcher would read one engine's flags with another's rules
+    one_line_error(run("estimate", "--engine", "trtllm", "--gpu", "h100", "--", "python", "-m", "sglang.launch_server",
+                       "--model-path", "Qwen/Qwen2.5-7B"), "--engine", "drop --engine")
+
+
+def test_review_findings_on_files_and_overrides(tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: Qwen/Qwen2.5-7B\nmax-model-len: 8192\nport: 8000\nhost: 0.0.0.0\n"
+                      "trust_remote_code: false\n")
+    _, plan = plan_of("--gpu", "h100", "--config", str(config))
+    # one line for the whole file; the false on/off flag is absent, not listed
+    assert [n for n in plan["notes"] if n.startswith("not memory-relevant")] == ["not memory-relevant: --port, --host"]
+    own = tmp_path / "own.yaml"
+    own.write_text("model: Qwen/Qwen2.5-7B\nengine: sglang\n")  # vllm serve --config has no such key
+    one_line_error(run("estimate", "--gpu", "h100", "--config", str(own)), "engine", "kvplan's own flag")
+    # an override that breaks the config is blamed on --hf-overrides, not on the bundled spec file
+    result = run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--hf-overrides",
+                 '{"num_hidden_layers": 10000000000}')
+    one_line_error(result, "--hf-overrides: key 'num_hidden_layers'")
+    assert "model_specs" not in result.stderr
+
+
+def test_python_errors_name_python_keywords():
+    import kvplan
+    from kvplan.errors import KvplanError
+
+    with pytest.raises(KvplanError, match=r"^max_model_len: must be within"):
+        kvplan.Deployment(max_model_len=-5)
+    with pytest.raises(KvplanError, match=r"^kvplan.estimate\(\): gpu_memory: '24' has no unit"):
+        kvplan.estimate("Qwen/Qwen2.5-7B", gpu_memory="24")
+    # vLLM's human_readable_int has T / t too; inf is not an integer (and not a traceback)
+    assert kvplan.Deployment.from_vllm_args(["--num-gpu-blocks-override", "1T"]).num_gpu_blocks_override == 2**40
+    one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "infk"),
+                   "--max-model-len", "expected an integer")

@@ -102,10 +102,11 @@ def read_config(path: str, engine: str = "vllm") -> Draft:
 def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, lines: dict[str, int]) -> Draft:
     """Each key read as the flag `--key` with its value, as vLLM turns a --config file into arguments, so
     that inert, renamed and unknown keys get the same treatment as on a command line."""
-    from kvplan.deployment.launch import parse_flags
+    from kvplan.deployment.launch import INERT_NOTE, parse_flags
     from kvplan.deployment.values import field_for
 
     draft = Draft()
+    inert: list[str] = []  # one note for the whole file, as for a command line
     for key, value in mapping.items():
         origin = f"{path}:{lines.get(str(key), '?')}: {key}"
         if str(key).replace("_", "-") == "config":
@@ -127,8 +128,15 @@ def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, li
             continue
         else:
             tokens = [flag, str(value)]
-        parsed = parse_flags(tokens, engine, path, origin=origin)
+        parsed = parse_flags(tokens, engine, path, origin=origin, kvplan_knobs=False)
         if isinstance(value, bool) and not value:
-            parsed.values.clear()
+            parsed.values.clear()  # a false on/off flag is simply absent
+            parsed.notes = [n for n in parsed.notes if not n.startswith(INERT_NOTE)]
+        for note in parsed.notes:
+            if note.startswith(INERT_NOTE):
+                inert.append(note.removeprefix(INERT_NOTE))
+        parsed.notes = [n for n in parsed.notes if not n.startswith(INERT_NOTE)]
         draft.update(parsed)
+    if inert:
+        draft.notes.append(INERT_NOTE + ", ".join(inert))
     return draft

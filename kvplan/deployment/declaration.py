@@ -20,6 +20,7 @@ from kvplan.deployment.knobs import (
 from kvplan.engines import NAMES as ENGINE_NAMES  # the registry holds the one list of engines
 
 DOOR = "*"  # origins key: how the door that built the Deployment names knobs it was not given ("fleet.yaml")
+FLAGS_DOOR = "--"  # that door is a command line: knobs are named by their flags
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,14 @@ class Deployment:
                 check_value(knob_, value, self.where(knob_.name))
 
     def where(self, name: str) -> str:
-        """The knob as the user gave it; else as their door spells knobs (a mapping's keys), else its flag."""
+        """The knob as the user gave it; else as the door that built this Deployment spells knobs (a flag on a
+        command line, a key in a mapping), else by its field name."""
         if name in self.origins:
             return self.origins[name]
-        if DOOR in self.origins:
-            return f"{self.origins[DOOR]}: {name}"
-        return BY_NAME()[name].flag
+        door = self.origins.get(DOOR)
+        if door == FLAGS_DOOR:
+            return BY_NAME()[name].flag
+        return f"{door}: {name}" if door else name
 
     def given(self, name: str) -> bool:
         return name in self.origins and name != DOOR

@@ -7,32 +7,42 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kvplan.deployment.declaration import Deployment, env_knobs
+from kvplan.deployment.declaration import FLAGS_DOOR, Deployment, env_knobs
 from kvplan.deployment.values import Draft
+from kvplan.errors import KvplanError
 
 
 def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | None,
              pasted: list[str] | None, environ: dict[str, str] | None = None) -> Deployment:
-    """own: kvplan's typed options, field -> (value, flag as typed); flags: the engine flags typed to kvplan."""
+    """own: kvplan's typed options, field -> (value, flag as typed); flags: the engine flags typed to kvplan.
+    Lowest first: the shell's environment, the --config file, the pasted command (its own VAR=value
+    assignments included), the engine flags typed to kvplan, kvplan's own options."""
     environ = dict(os.environ) if environ is None else environ
+    draft = Draft(door=FLAGS_DOOR)
+    for variable, name in env_knobs().items():
+        if environ.get(variable, "") != "":
+            draft.set(name, environ[variable], variable)
     typed = Draft()
     for name, (value, where) in own.items():
         typed.set(name, value, where)
-    for variable, name in env_knobs().items():
-        if environ.get(variable, "") != "":
-            typed.set(name, environ[variable], variable)
     engine = str(own.get("engine", ("vllm", ""))[0]).lower()
     version = own.get("engine_version", (None, ""))[0]
-    draft = Draft()
+    pasted_draft = None
     if pasted:
         from kvplan.deployment.launch import parse_command
 
-        draft.update(parse_command(pasted, "pasted command", engine, version))
-        engine = str(draft.values.get("engine", (engine, ""))[0]).lower()
+        pasted_draft = parse_command(pasted, "pasted command", engine, version)
+        launcher = pasted_draft.values.get("engine")
+        if launcher is not None and "engine" in own and str(own["engine"][0]).lower() != launcher[0]:
+            raise KvplanError(f"the pasted command starts {launcher[0]}, so its flags are {launcher[0]}'s; drop "
+                              f"--engine or paste a {own['engine'][0]} command", own["engine"][1])
+        engine = str(launcher[0] if launcher else engine).lower()
     if config is not None:
         from kvplan.deployment.config_file import read_config
 
-        draft = read_config(config, engine).override(draft)
+        draft.override(read_config(config, engine))
+    if pasted_draft is not None:
+        draft.override(pasted_draft)
     if flags:  # the launch-command parser loads only when there are engine flags to read
         from kvplan.deployment.launch import parse_flags, version_tuple
 

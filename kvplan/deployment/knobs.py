@@ -18,7 +18,7 @@ MAX_GPUS = 4096  # more ranks than any deployment has; a bound against absurd in
 MAX_TOKENS = 2**31 - 1  # a context or batch longer than this is not a real setting
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Knob:
     """One knob of a deployment, as declared on its Deployment field."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from kvplan.deployment.declaration import BY_NAME, env_knobs
+from kvplan.deployment.declaration import BY_NAME, FLAGS_DOOR, env_knobs
 from kvplan.deployment.knobs import Knob
 from kvplan.deployment.values import Draft, all_spellings, did_you_mean, field_for
 from kvplan.errors import KvplanError
@@ -34,7 +34,7 @@ def flag_table(engine: str) -> ModuleType | None:
     return import_module(f"kvplan.deployment.{name}") if name else None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Launch:
     """What a launch command names: its engine (None for bare flags) and the flags after the launcher."""
 
@@ -139,7 +139,7 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
         raise KvplanError("empty command", where)
     env, launch = split_launcher(list(tokens), where)
     chosen = launch.engine or engine or "vllm"
-    draft = Draft()
+    draft = Draft(door=FLAGS_DOOR)
     if launch.engine is not None:
         draft.set("engine", launch.engine, f"{where}: {launch.launcher}")
     for name, value in env.items():
@@ -188,9 +188,10 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
     (--engine, --weights-memory, ...) are allowed, as on kvplan's command line but not in a pasted one.
     origin: where every value came from, when not the flag itself (a key of a --config file).
     version: the engine version planned for, which decides whether a since-removed flag is still accepted."""
-    draft = Draft()
+    draft = Draft(door=FLAGS_DOOR)
     inert: list[str] = []
     dotted: dict[str, list[tuple[str, str, str]]] = {}
+    positional: str | None = None
     index = 0
 
     def take_value(flag: str, inline: str | None) -> str:
@@ -220,8 +221,8 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         index += 1
         here = origin or token
         if not _looks_like_flag(token):
-            if positional_model and "model" not in draft.values:
-                draft.set("model", token, "model (positional)")
+            if positional_model and positional is None:
+                positional = token
                 continue
             raise KvplanError(f"unexpected argument {token!r:.60}", where)
         body, has_value, inline_text = token.lstrip("-").partition("=")
@@ -307,9 +308,15 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         candidates = all_spellings(engine) + list(known_inert) + list(noted) + list(renamed)
         raise KvplanError(f"unknown {_engine_label(engine)} flag{did_you_mean(name, candidates, '--')}", here)
     if inert:
-        draft.notes.append("not memory-relevant: " + ", ".join(dict.fromkeys(inert)))
+        draft.notes.append(INERT_NOTE + ", ".join(dict.fromkeys(inert)))
     for name, parts in dotted.items():
         _merge_dotted(draft, name, parts)
+    if positional is not None:
+        flagged = draft.values.get("model")
+        if flagged is not None and flagged[0] != positional:
+            # `vllm serve` serves its positional model whatever --model says (ServeSubcommand.cmd)
+            draft.notes.append(f"the positional model {positional} is served; {flagged[1]} {flagged[0]} is ignored")
+        draft.set("model", positional, "model (positional)")
     return draft
 
 
@@ -335,7 +342,9 @@ def _merge_dotted(draft: Draft, name: str, parts: list[tuple[str, str, str]]) ->
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise KvplanError(f"invalid JSON: {exc.msg} at column {exc.colno}", where) from None
-    merged = dict(raw) if isinstance(raw, dict) else {}
+    if not isinstance(raw, dict):
+        raise KvplanError("takes .key suffixes only on a JSON object", where)
+    merged = dict(raw)
     for path, text, here in parts:
         target = merged
         keys = path.split(".")
@@ -386,6 +395,7 @@ def _known_elsewhere(name: str, engine: str) -> bool:
     return any(name in getattr(table, kind, {}) for kind in ("INERT", "NOTED", "RENAMED"))
 
 
+INERT_NOTE = "not memory-relevant: "
 KVPLAN_OPTIONS = ("json", "suggest", "context", "schema", "gpu", "gpu-memory", "engine", "vllm-version", "token")
 
 

@@ -16,10 +16,19 @@ SIZE_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*([kKmMgGtT]|[kKmMgGtT]i?[bB]|[bB])?\s*$"  
 
 
 def _python_type(knob: Knob) -> Any:
+    """The knob's type for pydantic. Strict where a lax pydantic would bend a value the command line refuses
+    (True as the integer 1, 3 as the text "3"); text forms are read before, by _text_reader."""
+    from typing import Annotated
+
+    from pydantic import Strict
+
     if knob.choices:
         return Literal[knob.choices]
-    return {"int": int, "size": int, "float": float, "str": str, "bool": bool,
-            "json": dict[str, Any] | int if knob.json_level else dict[str, Any]}[knob.kind]
+    strict_int = Annotated[int, Strict()]
+    json_object = Annotated[dict[str, Any], Strict()]
+    return {"int": strict_int, "size": strict_int, "float": Annotated[float, Strict()], "str": Annotated[str, Strict()],
+            "bool": bool,
+            "json": json_object | strict_int if knob.json_level else json_object}[knob.kind]
 
 
 def _schema_extra(knob: Knob) -> dict[str, Any]:
@@ -43,14 +52,47 @@ def _text_form(knob: Knob, schema: dict[str, Any]) -> None:
         schema["anyOf"].insert(1, {"enum": ["auto", -1]})
 
 
+def _text_reader(knob: Knob) -> Any:
+    """What a knob's text form means, for pydantic: the same parsers of numbers, sizes and JSON as the command
+    line uses; every other rule (type, range, choices) is pydantic's own, from the declaration."""
+    import json
+
+    from kvplan.units import parse_human_int, parse_size
+
+    def read(value: Any) -> Any:
+        if isinstance(value, float) and knob.kind in ("int", "size") and value.is_integer():
+            return int(value)  # 4096.0 from a YAML or JSON file is the integer 4096
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        try:
+            if knob.auto and text.lower() == "auto":
+                return AUTO
+            if knob.kind == "int":
+                return parse_human_int(text, knob.name)
+            if knob.kind == "size":
+                return parse_size(text, knob.name)
+            if knob.kind == "float":
+                return float(text)
+            if knob.kind == "json":
+                return int(text) if knob.json_level and text.isdigit() else json.loads(text)
+        except KvplanError as exc:
+            raise ValueError(exc.message) from None
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"cannot read {text!r:.40}: {exc}") from None
+        if knob.choices:
+            return next((c for c in knob.choices if str(c).lower() == text.lower()), value)
+        return value
+
+    return read
+
+
 @lru_cache(maxsize=1)
 def deployment_model() -> Any:
     """A pydantic model with one optional field per knob; unknown keys are refused."""
     from typing import Annotated
 
     from pydantic import BeforeValidator, ConfigDict, Field, create_model
-
-    from kvplan.deployment.values import coerce
 
     definitions: dict[str, Any] = {}
     for knob in knobs():
@@ -60,12 +102,8 @@ def deployment_model() -> Any:
                 bounds["gt" if knob.exclusive_minimum else "ge"] = knob.minimum
             if knob.maximum is not None:
                 bounds["le"] = knob.maximum
-
-        def convert(value: Any, knob: Knob = knob) -> Any:
-            try:
-                return coerce(knob, value, knob.name)
-            except KvplanError as exc:
-                raise ValueError(str(exc).removeprefix(f"{knob.name}: ")) from None
+        if knob.kind == "float":
+            bounds["allow_inf_nan"] = False
 
         def extra(schema: dict[str, Any], knob: Knob = knob) -> None:
             schema.update(_schema_extra(knob))
@@ -74,7 +112,7 @@ def deployment_model() -> Any:
         inner = Annotated[_python_type(knob), Field(**bounds)] if bounds else _python_type(knob)
         if knob.auto:
             inner = inner | Literal[AUTO]
-        annotated = Annotated[inner | None, BeforeValidator(convert),  # type: ignore[valid-type]
+        annotated = Annotated[inner | None, BeforeValidator(_text_reader(knob)),  # type: ignore[valid-type]
                               Field(description=knob.help, json_schema_extra=extra)]
         definitions[knob.name] = (annotated, knob.default)
     return create_model("Deployment", __config__=ConfigDict(extra="forbid"), **definitions)

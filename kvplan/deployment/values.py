@@ -14,8 +14,9 @@ from kvplan.deployment.knobs import AUTO, Knob
 from kvplan.errors import KvplanError
 from kvplan.units import parse_human_int, parse_size
 
-TRUE_WORDS = ("true", "1", "yes", "on")
-FALSE_WORDS = ("false", "0", "no", "off")
+# The words pydantic reads as booleans, so that the file formats and the command line agree.
+TRUE_WORDS = ("true", "t", "1", "yes", "y", "on")
+FALSE_WORDS = ("false", "f", "0", "no", "n", "off")
 
 
 def _range_text(knob: Knob) -> str:
@@ -75,8 +76,12 @@ def _convert(knob: Knob, raw: Any, where: str) -> Any:
         return int(raw)
     if kind == "bool" and type(raw) is int and raw in (0, 1):
         return bool(raw)  # as "0" / "1" are read
+    if kind == "float" and type(raw) is int:
+        return float(raw)
     if not isinstance(raw, str):
         return raw
+    if kind == "str" and not knob.choices:
+        return raw  # as written: a model id with a stray space is an error where ids are checked
     text = raw.strip()
     if knob.auto and text.lower() == "auto":
         return AUTO
@@ -130,6 +135,7 @@ class Draft:
 
     def update(self, other: Draft) -> Draft:
         self.values.update(other.values)
+        self.door = self.door or other.door
         self.notes.extend(n for n in other.notes if n not in self.notes)
         return self
 

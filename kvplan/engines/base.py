@@ -13,7 +13,7 @@ from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Target:
     """What is planned: the model (and a separate speculative draft model, when one is named), on which GPU,
     deployed how, and which contexts the concurrency ladder shows."""

@@ -15,7 +15,7 @@ from kvplan.units import GiB, canonical_dtype, dtype_bytes
 from kvplan.weights import WeightLayout, weight_layout
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Stage:
     """One pipeline stage: its layers and the weights each of its ranks holds."""
 
@@ -26,7 +26,7 @@ class Stage:
     weights_bytes: int = 0  # per rank of this stage
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Prepared:
     """What every engine starts from: dtypes, and per pipeline stage its layers and weights."""
 

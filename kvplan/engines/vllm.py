@@ -19,7 +19,7 @@ BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Era:
     """The accounting rules of a range of vLLM versions. Constants were calibrated once on the public
     startup logs in docs/calibration.md, era by era, never per model."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Family:
     qkv_bias: bool = False
     o_bias: bool = False

@@ -9,7 +9,7 @@ from typing import Any
 from kvplan.models.layers import Layer
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class SpecSource:
     """Where a spec was read from."""
 
@@ -18,7 +18,7 @@ class SpecSource:
     revision: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class MoE:
     """The mixture-of-experts layout of a model."""
 
@@ -30,7 +30,7 @@ class MoE:
     dense_layers: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Quantization:
     """The checkpoint's own quantization, from its config."""
 
@@ -40,7 +40,7 @@ class Quantization:
     unquantized: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class ParamCount:
     """Parameters in all, and by the role that decides how each is stored."""
 

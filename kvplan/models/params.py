@@ -11,7 +11,7 @@ from kvplan.models.layers import Layer
 from kvplan.models.model import MoE, ParamCount
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Decoder:
     """What the config parser has read of the decoder: the shape every parameter rule works from."""
 
@@ -69,7 +69,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
                       experts=experts, vision=vision)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Mixers:
     """The parameter rule of each kind of mixer, read from one config (a layers.MixerCounter)."""
 

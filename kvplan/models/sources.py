@@ -33,7 +33,7 @@ def user_dir() -> Path:
     return Path(base) / "kvplan" / "specs"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class SpecFile:
     id: str
     path: Path
