@@ -3,6 +3,9 @@
     >>> import kvplan
     >>> plan = kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=32768, tensor_parallel_size=2)
     >>> plan.capacity.tokens, plan.capacity.max_concurrency
+    (2278480, 69.53)
+
+The README has more; the CLI is `kvplan` (or `python -m kvplan`).
 """
 
 from __future__ import annotations
