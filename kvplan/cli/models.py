@@ -73,7 +73,7 @@ def list_models(json_output: JsonFlag = False) -> None:
     # ids are copied from this table: give it the width it needs rather than cut them short
     needed = Measurement.get(out, out.options.update_width(1000), table).maximum
     if needed > out.width and not out.is_terminal:
-        out = Console(highlight=False, width=min(needed, 300))
+        out = Console(highlight=False, emoji=False, width=min(needed, 300))
     out.print(table)
     console().print("[dim]~ = parameter count derived from the config layout, not checked against a published "
                   f"count. User specs: {sources.user_dir()} (${sources.USER_SPEC_DIR_ENV})[/dim]")

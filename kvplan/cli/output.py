@@ -18,7 +18,7 @@ def console() -> Console:
     from rich.console import Console
 
     # Pipes and CI logs get a wide page rather than rich's 80-column fallback.
-    return Console(highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
 
 
 def print_json(data: Any) -> None:
