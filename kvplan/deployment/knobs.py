@@ -1,6 +1,6 @@
 """What a knob of a deployment is: its type, range, default rule, spellings and help. Each Deployment field
-carries one (deployment.declaration), so the fast validator (deployment.values) and the pydantic model of the
-file formats (deployment.schema) are built from the same declaration and cannot disagree."""
+carries one (deployment.declaration); the fast validator (deployment.values) and the pydantic model of the file
+formats (deployment.schema) each apply it in their own code, and tests/test_deployment.py checks that they agree."""
 
 from __future__ import annotations
 

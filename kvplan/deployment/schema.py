@@ -1,6 +1,6 @@
 """The pydantic model of a deployment, built from the same Knob declarations as the fast validator, for the
-file formats (kvplan check) and `kvplan estimate --schema`. Each field first runs the fast validator's own
-conversion, then pydantic's checks of type and range, so the two accept and refuse the same values."""
+file formats (kvplan check) and `kvplan estimate --schema`. Text forms (32K, 24GiB, JSON strings) are read by
+the same parsers as on the command line; type, range and choices are pydantic's own checks."""
 
 from __future__ import annotations
 
