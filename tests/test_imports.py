@@ -1,5 +1,6 @@
-"""The fast paths stay light: torch, huggingface_hub, numpy, pydantic and YAML stay out of models list and
-estimate (pydantic costs ~110 ms of start-up; the fast validator reads the same declarations)."""
+"""The fast paths stay light: torch, huggingface_hub, numpy, pydantic, YAML and rich stay out of estimate (and
+of the JSON listings). pydantic alone costs ~110 ms of start-up, rich's import and layout more than the whole
+budget of estimate (benchmarks/startup.py); estimate draws its panel itself (kvplan/cli/panel.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ PROBE = """
 import sys
 from kvplan.cli.app import main
 code = main({args!r})
-heavy = sorted(m for m in ("torch", "huggingface_hub", "numpy", "pydantic", "yaml") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "huggingface_hub", "numpy", "pydantic", "yaml", "rich") if m in sys.modules)
 sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 sys.exit(code)
 """
@@ -21,6 +22,7 @@ sys.exit(code)
 
 @pytest.mark.parametrize("args", [
     ["models", "list", "--json"],
+    ["gpus", "--json"],
     ["estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090"],
     ["estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--json"],
     ["estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx3090", "--json"],  # with levers

@@ -72,12 +72,15 @@ def estimate(
         documents = [result.to_dict() for result in results]
         print_json(documents if len(documents) > 1 else documents[0])
     else:
-        from kvplan.cli.output import console
+        import sys
+
         from kvplan.cli.render import render_comparison, render_plan
 
         for result in results:
-            console().print(render_plan(result.plan, result.levers))
+            sys.stdout.write(render_plan(result.plan, result.levers))
         if len(results) > 1:
+            from kvplan.cli.output import console
+
             console().print(render_comparison([result.plan for result in results]))
     return 0 if all(result.plan.capacity.fits for result in results) else 1
 

@@ -1,19 +1,18 @@
-"""A Plan as a rich panel: memory bar, the formula with this model's numbers, capacity, ladder, notes."""
+"""A Plan as a panel: memory bar, the formula with this model's numbers, capacity, ladder, levers, notes.
+Several plans side by side are a rich table."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.console import Group, RenderableType
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
-
+from kvplan.cli.panel import Box, Span
 from kvplan.plan import Plan
 from kvplan.units import GB, GiB
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from kvplan.levers import Lever
 
 BAR_WIDTH = 60
@@ -26,29 +25,32 @@ def _size(n: int) -> str:
     return f"{n / GiB:7.2f} GiB  ({n / GB:.2f} GB)"
 
 
-def memory_bar(plan: Plan) -> Group:
+def memory_bar(plan: Plan, box: Box) -> None:
     memory = plan.memory
     used_bytes = sum(max(getattr(memory, attr), 0) for _, attr, _ in SEGMENTS)
     total = max(memory.total_bytes, used_bytes, 1)  # weights alone may exceed the GPU
-    bar = Text()
+    bar: list[Span] = []
+    rows: list[tuple[str, list[Span], str]] = []
     used = 0
-    rows = Table.grid(padding=(0, 2))
     for label, attr, colour in SEGMENTS:
         value = getattr(memory, attr)
         if value <= 0 and attr != "kv_cache_bytes":
             continue
         cells = round(max(value, 0) / total * BAR_WIDTH)
-        bar.append("█" * cells, style=colour)
+        bar.append(Span("█" * cells, colour))
         used += cells
-        rows.add_row(Text("■ " + label, style=colour), _size(value))
+        rows.append(("■ " + label, [Span(_size(value))], colour))
+    bar.append(Span("░" * max(0, BAR_WIDTH - used), "dim"))
     unused = memory.total_bytes - used_bytes
-    bar.append("░" * max(0, BAR_WIDTH - used), style="dim")
     if unused >= 0:
-        rows.add_row(Text("░ unused", style="dim"), _size(unused))
+        rows.append(("░ unused", [Span(_size(unused))], "dim"))
     else:
-        rows.add_row(Text("! over the GPU by", style="bold red"), _size(-unused))
-    rows.add_row(Text("  GPU total (CUDA)"), _size(memory.total_bytes))
-    return Group(bar, rows)
+        rows.append(("! over the GPU by", [Span(_size(-unused))], "bold red"))
+    rows.append(("  GPU total (CUDA)", [Span(_size(memory.total_bytes))], ""))
+    box.spans(*bar)
+    width = max(len(label) for label, _, _ in rows)
+    for label, value, style in rows:
+        box.spans(Span(label.ljust(width), style), Span("  "), *value)
 
 
 def formula(plan: Plan) -> str:
@@ -74,48 +76,47 @@ def knobs_line(plan: Plan) -> str:
     return ", ".join(f"{name} {value}" for name, value in parts if value is not None)
 
 
-def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> Panel:
+def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> str:
     cap, eng = plan.capacity, plan.engine
     version = f" {eng.version}" if eng.version else ""
     title = (f"{plan.model.id} on {plan.gpu.count}x {plan.gpu.name} · {eng.name}{version} · "
              f"TP {plan.tensor_parallel} PP {plan.pipeline_parallel}")
-    facts = Table.grid(padding=(0, 2))
-    facts.add_row("knobs", knobs_line(plan))
-    facts.add_row("KV", f"{plan.kv_dtype} ({plan.kv_bytes} B), {plan.layout.bytes_per_token:,} B per token "
-                        f"on the limiting rank")
-    facts.add_row("formula", formula(plan))
+    box = Box()
+    memory_bar(plan, box)
+    box.blank()
     kv_bytes = plan.memory.kv_cache_bytes
-    facts.add_row("pool", f"{max(kv_bytes, 0):,} B // {plan.layout.block_bytes:,} B = {cap.num_blocks:,} blocks")
-    facts.add_row("KV cache", f"[bold]{cap.tokens:,} tokens[/bold] (as {eng.label} logs '{eng.kv_log}')")
-    facts.add_row("concurrency", f"[bold]{cap.max_concurrency:.2f}x[/bold] at {eng.max_model_len:,} tokens per request "
-                                 f"({cap.blocks_per_request:,} blocks each)")
-    facts.add_row("longest fit", f"{cap.max_model_len_that_fits:,} tokens for one request")
-    ladder = Table(title="requests at once by context", title_justify="left", box=None, padding=(0, 2))
-    ladder.add_column("context", justify="right")
-    ladder.add_column("requests", justify="right")
-    ladder.add_column("KV-limited", justify="right")
-    for rung in cap.ladder:
-        ladder.add_row(f"{rung.context:,}", f"{rung.concurrency:,}", f"{rung.kv_limited:,}")
-    parts: list[RenderableType] = [memory_bar(plan), Text(""), facts, Text(""), ladder]
+    box.rows([
+        ("knobs", [Span(knobs_line(plan))]),
+        ("KV", [Span(f"{plan.kv_dtype} ({plan.kv_bytes} B), {plan.layout.bytes_per_token:,} B per token on the "
+                     "limiting rank")]),
+        ("formula", [Span(formula(plan))]),
+        ("pool", [Span(f"{max(kv_bytes, 0):,} B // {plan.layout.block_bytes:,} B = {cap.num_blocks:,} blocks")]),
+        ("KV cache", [Span(f"{cap.tokens:,} tokens", "bold"), Span(f" (as {eng.label} logs '{eng.kv_log}')")]),
+        ("concurrency", [Span(f"{cap.max_concurrency:.2f}x", "bold"),
+                         Span(f" at {eng.max_model_len:,} tokens per request ({cap.blocks_per_request:,} blocks "
+                              "each)")]),
+        ("longest fit", [Span(f"{cap.max_model_len_that_fits:,} tokens for one request")]),
+    ])
+    box.blank()
+    box.table("requests at once by context", ["context", "requests", "KV-limited"],
+              [[f"{r.context:,}", f"{r.concurrency:,}", f"{r.kv_limited:,}"] for r in cap.ladder])
     if plan.error:
-        parts += [Text(""), Text(plan.error, style="bold red")]
+        box.blank()
+        box.paragraph(plan.error, "bold red")
     if levers:
-        table = Table(title="levers", title_justify="left", box=None, padding=(0, 2))
-        for column in ("flags", "KV tokens", "concurrency", "fits"):
-            table.add_column(column, justify="left" if column == "flags" else "right", no_wrap=True)
-        for lever in levers:
-            table.add_row(lever.flags, f"{lever.tokens:,}", f"{lever.max_concurrency:.2f}x",
-                          "yes" if lever.fits else "no")
-        parts += [Text(""), table]
+        box.blank()
+        box.table("levers", ["flags", "KV tokens", "concurrency", "fits"],
+                  [[lever.flags, f"{lever.tokens:,}", f"{lever.max_concurrency:.2f}x", "yes" if lever.fits else "no"]
+                   for lever in levers], left=(0,))
     for note in plan.notes:
-        parts.append(Text(f"note: {note}", style="dim"))
-    border = "red" if plan.error else "green"
-    return Panel(Group(*parts), title=title, border_style=border, subtitle="GiB = 2^30 B, GB = 10^9 B",
-                 expand=False)
+        box.paragraph(f"note: {note}", "dim")
+    return box.draw(title, "GiB = 2^30 B, GB = 10^9 B", "red" if plan.error else "green")
 
 
 def render_comparison(plans: Sequence[Plan]) -> Table:
     """Several GPUs side by side: the numbers that decide between them."""
+    from rich.table import Table
+
     table = Table(title=f"{plans[0].model.id}: GPUs side by side (GiB = 2^30 B)")
     for column in ("GPU", "CUDA total", "weights/rank", "KV pool", "blocks", "KV tokens", "concurrency", "longest fit",
                    "fits"):

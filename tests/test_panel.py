@@ -1,0 +1,40 @@
+"""The estimate panel's drawing: every line of the box has the box's width, long text wraps, colour only
+when asked."""
+
+from __future__ import annotations
+
+from kvplan.cli.panel import Box, Span
+
+
+def lines_of(box: Box, **kwargs) -> list[str]:
+    return box.draw("a title", "units", "green", colour=False, **kwargs).splitlines()
+
+
+def test_every_line_has_the_box_width_and_long_text_wraps():
+    box = Box(width=40)  # 36 columns inside the border and its two spaces of padding
+    box.rows([("knobs", [Span("one two three four five six seven eight nine ten")]), ("KV", [Span("short")])])
+    box.paragraph("a paragraph of words that is longer than one line of thirty-six columns", "bold red")
+    drawn = lines_of(box)
+    assert {len(line) for line in drawn} == {40}
+    # the row value wraps under itself, after the 5-column label and two spaces
+    # 36 - 5 - 2 = 29 columns for the value: "one two three four five six" (27) fits, "seven" would not
+    assert drawn[1] == "│ knobs  one two three four five six" + " " * 2 + " │"
+    assert drawn[2] == "│        seven eight nine ten" + " " * 9 + " │"
+    assert drawn[-1].startswith("╰") and " units " in drawn[-1]
+
+
+def test_narrow_content_gives_a_narrow_box_and_tables_align():
+    box = Box(width=120)
+    box.table("ladder", ["context", "requests"], [["2,048", "55"], ["131,072", "0"]])
+    drawn = lines_of(box)
+    # nothing wrapped: the box is as wide as its widest line (or the title), not the terminal
+    assert len(drawn[0]) < 40
+    assert drawn[2].startswith("│   context    requests")
+    assert drawn[4].startswith("│   131,072           0")
+
+
+def test_colour_only_when_asked():
+    box = Box(width=60)
+    box.spans(Span("bold words", "bold"))
+    assert "\033[1m" in box.draw("t", "s", "green", colour=True)
+    assert "\033[" not in box.draw("t", "s", "green", colour=False)
