@@ -121,6 +121,7 @@ class Draft:
 
     values: dict[str, tuple[Any, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    door: str | None = None  # how knobs not given are named in errors: by flag, or as a mapping's keys
 
     def set(self, name: str, raw: Any, where: str) -> None:
         self.values[name] = (raw, where)
@@ -138,8 +139,6 @@ class Draft:
         self.door = self.door or other.door
         self.notes.extend(n for n in other.notes if n not in self.notes)
         return self
-
-    door: str | None = None  # how knobs not given are named in errors (a mapping's own name)
 
     def deployment(self) -> Deployment:
         kwargs: dict[str, Any] = {}
