@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.deployment import Deployment
+from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.errors import KvplanError
 from kvplan.hardware import Gpu, catalogue, find_gpu
 from kvplan.models.model import ModelSpec
@@ -77,7 +78,7 @@ def draft_model(dep: Deployment, token: str | None = None) -> ModelSpec | None:
     """A separate draft model named in the speculative config, loaded as its own spec."""
     config = dep.speculative_config or {}
     name = config.get("model")
-    if not isinstance(name, str) or config.get("method") in ("ngram", "suffix", "medusa", "mlp_speculator"):
+    if not isinstance(name, str) or config.get("method") in NO_DRAFT_LAYERS:
         return None
     try:
         return load_model(name, None, token)
@@ -97,9 +98,9 @@ def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = Fal
     try:
         spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)
     except KvplanError as exc:
-        overridden = [key for key in dep.hf_overrides or {} if f"'{key}" in exc.message or f".{key}'" in exc.message]
-        if not overridden:
+        if not dep.hf_overrides:
             raise
+        load_model(dep.model, dep.revision, token)  # fails the same way when the config itself is wrong
         raise exc.at(dep.where("hf_overrides")) from None  # the override is what made the config wrong
     draft = draft_model(dep, token)
     results = []

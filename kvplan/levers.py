@@ -22,6 +22,10 @@ class Lever:
     fits: bool
 
 
+# A change to try: what it is, its flags, the deployment and GPUs it gives, and its plan when already made.
+Candidate = tuple[str, str, Deployment, GpuChoice, "Plan | None"]
+
+
 def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None) -> Plan | None:
     try:
         return estimate(spec, dep, gpu, draft=draft)
@@ -30,21 +34,21 @@ def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | No
 
 
 def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None,
-                           extra_flags: str) -> tuple[tuple[str, str, Deployment, GpuChoice], bool] | None:
+                           extra_flags: str) -> tuple[Candidate, bool] | None:
     """The smallest tensor-parallel size (x2, x4, x8, at most 8) that serves max_model_len; when none does, the
     largest that leaves room for any KV cache, so the user sees how far it gets."""
     best = None
     for factor in (2, 4, 8):
         tp = factor * dep.tensor_parallel_size
-        if tp > 8 or spec.num_attention_heads % tp:
-            continue
+        if tp > 8:
+            break  # (a size the model's heads refuse plans to nothing: deployment.rules)
         new_dep = replace(dep, tensor_parallel_size=tp)
         new_gpu = replace(gpu, count=tp * dep.pipeline_parallel_size * dep.data_parallel_size)
         plan = _try(spec, new_dep, new_gpu, draft)
         if plan is None or plan.capacity.tokens <= 0:
             continue
         best = (f"tensor parallel {tp} ({new_gpu.count} GPUs){extra_flags and ' + fp8 weights'}",
-                f"{flag('tensor_parallel_size', dep.engine, tp)}{extra_flags}", new_dep, new_gpu)
+                f"{flag('tensor_parallel_size', dep.engine, tp)}{extra_flags}", new_dep, new_gpu, plan)
         if plan.capacity.fits:
             return best, True
     return (best, False) if best else None
@@ -66,41 +70,40 @@ def flag(name: str, engine: str, value: object) -> str:
 def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: ModelSpec | None = None,
            limit: int = 5) -> list[Lever]:
     """FP8 levers only where the GPU computes in FP8 (vLLM's FP8 kernels need it)."""
-    candidates: list[tuple[str, str, Deployment, GpuChoice]] = []
+    candidates: list[Candidate] = []
     engine = dep.engine
     if base.kv_bytes > 1 and gpu.fp8:
-        candidates.append(("fp8 KV cache", flag("kv_cache_dtype", engine, "fp8"), replace(dep, kv_cache_dtype="fp8"), gpu))
+        candidates.append(("fp8 KV cache", flag("kv_cache_dtype", engine, "fp8"), replace(dep, kv_cache_dtype="fp8"),
+                           gpu, None))
     longest = base.capacity.max_model_len_that_fits
     if not base.capacity.fits and longest >= base.engine.block_size:
         length = longest // base.engine.block_size * base.engine.block_size
         candidates.append((f"max_model_len {length}", flag("max_model_len", engine, length),
-                           replace(dep, max_model_len=length), gpu))
+                           replace(dep, max_model_len=length), gpu, None))
     util = base.engine.gpu_memory_utilization
     if dep.engine == "vllm" and util is not None and util < 0.95 and dep.kv_cache_memory_bytes is None:
         candidates.append(("gpu_memory_utilization 0.95", flag("gpu_memory_utilization", engine, 0.95),
-                           replace(dep, gpu_memory_utilization=0.95), gpu))
+                           replace(dep, gpu_memory_utilization=0.95), gpu, None))
     quantized = spec.quantization is not None or dep.quantization is not None
     if not quantized and gpu.fp8:
         candidates.append(("fp8 weights (online, or an FP8 checkpoint)", flag("quantization", engine, "fp8"),
-                           replace(dep, quantization="fp8"), gpu))
+                           replace(dep, quantization="fp8"), gpu, None))
     if not quantized:
-        candidates.append(("a 4-bit AWQ/GPTQ checkpoint", flag("quantization", engine, "awq") + " (with a 4-bit checkpoint)",
-                           replace(dep, quantization="awq"), gpu))
-    tp_levers = []
-    for extra_flags, base_dep in (("", dep), (" " + flag("quantization", engine, "fp8"),
-                                              replace(dep, quantization="fp8"))):
-        if extra_flags and (quantized or not gpu.fp8):
-            continue
-        found_tp = _smallest_tp_that_fits(spec, base_dep, gpu, draft, extra_flags)
-        if found_tp is not None:
-            tp_levers.append(found_tp)
-            if found_tp[1]:
-                break
-    fitting = [lever for lever, fits in tp_levers if fits]
-    candidates.extend(fitting[:1] or [lever for lever, _ in tp_levers[:1]])
+        candidates.append(("a 4-bit AWQ/GPTQ checkpoint",
+                           flag("quantization", engine, "awq") + " (with a 4-bit checkpoint)",
+                           replace(dep, quantization="awq"), gpu, None))
+    # TP alone; if that never serves max_model_len, TP with FP8 weights; if neither does, the TP that gets furthest
+    plain = _smallest_tp_that_fits(spec, dep, gpu, draft, "")
+    if (plain is None or not plain[1]) and not quantized and gpu.fp8:
+        with_fp8 = _smallest_tp_that_fits(spec, replace(dep, quantization="fp8"), gpu, draft,
+                                          " " + flag("quantization", engine, "fp8"))
+        if with_fp8 is not None and (with_fp8[1] or plain is None):
+            plain = with_fp8
+    if plain is not None:
+        candidates.append(plain[0])
     found = []
-    for change, flags, new_dep, new_gpu in candidates:
-        plan = _try(spec, new_dep, new_gpu, draft)
+    for change, flags, new_dep, new_gpu, planned in candidates:
+        plan = planned or _try(spec, new_dep, new_gpu, draft)
         if plan is not None and plan.capacity.tokens > 0:
             found.append(Lever(change, flags, plan.capacity.tokens, plan.capacity.max_concurrency,
                                plan.capacity.fits))

@@ -277,10 +277,8 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         renamed: dict[str, Any] = getattr(table, "RENAMED", {})
         table_knob = getattr(table, "KNOBS", {}).get(name)
         if table_knob is not None:
-            field_name, arity = table_knob
-            if field_name == "config":
-                draft.set("config", take_value(here, inline), here)
-            elif field_name in BY_NAME():
+            field_name, arity = table_knob  # (config was read above)
+            if field_name in BY_NAME():
                 _set_knob(draft, BY_NAME()[field_name], here, inline, take_value)
             else:
                 skip(arity, inline)
@@ -427,4 +425,8 @@ def _looks_like_flag(token: str) -> bool:
 
 
 def _engine_label(engine: str) -> str:
-    return {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(engine, engine)
+    """How the engine names itself (its Engine's label), for messages."""
+    from kvplan.engines import NAMES
+    from kvplan.engines import engine as engine_for
+
+    return engine_for(engine).label if engine in NAMES else engine

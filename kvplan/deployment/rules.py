@@ -11,6 +11,8 @@ from kvplan.plan import GpuChoice
 # Speculative methods of vLLM's SpeculativeConfig (vllm/config/speculative.py), besides the per-model "*_mtp".
 SPECULATIVE_METHODS = ("ngram", "ngram_gpu", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "mtp",
                        "suffix", "extract_hidden_states", "dflash")
+# Methods whose drafter adds no KV-cache layers: n-gram and suffix lookup, and heads on the target's own states.
+NO_DRAFT_LAYERS = ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator")
 NEEDS_DRAFT_MODEL = ("eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "dflash")
 SPECULATIVE_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
                     "moe_backend", "attention_backend", "max_model_len", "revision", "code_revision",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
+from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -44,7 +45,7 @@ def prepare(target: Target, flat_pool: bool = False) -> Prepared:
     dtype_where = dep.where("dtype") if dep.dtype != "auto" else f"{spec.source.location}: torch_dtype"
     kv_name, kv_bytes = kv_dtype(dep, dtype, dtype_where)
     weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep))
-    drafts, draft_weights, draft_note = draft_layers(target, dtype)
+    drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
@@ -66,10 +67,10 @@ def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) 
     # Engines serve float32 checkpoints in 16-bit unless told otherwise.
     dtype = "bfloat16" if configured in ("float32", "fp8_e4m3", "fp8") else configured
     major = gpu.compute_major if gpu is not None else None
-    if dtype == "bfloat16" and major is not None and major < 8:
+    if gpu is not None and dtype == "bfloat16" and major is not None and major < 8:
         # vLLM casts an automatic bfloat16 to float16 on GPUs without bfloat16 (compute capability < 8.0).
-        return "float16", f"{gpu.name if gpu else 'this GPU'} has no bfloat16 (compute capability " \
-                          f"{gpu.compute_capability if gpu else '?'}): served in float16, as vLLM does"
+        return "float16", (f"{gpu.name} has no bfloat16 (compute capability {gpu.compute_capability}): served "
+                           "in float16, as vLLM does")
     return dtype, None
 
 
@@ -85,13 +86,14 @@ def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
     return spec.quantization.method.lower() if spec.quantization else None
 
 
-def draft_layers(target: Target, dtype: str) -> tuple[list[Layer], int, str | None]:
-    """KV layers a speculative-decoding drafter adds to the last stage, and the bytes of its weights."""
+def draft_layers(target: Target, dtype: str, weights: WeightLayout) -> tuple[list[Layer], int, str | None]:
+    """KV layers a speculative-decoding drafter adds to the last stage, and the bytes of its weights
+    (weights: the target's, for MTP layers shaped like its own)."""
     spec, config = target.spec, target.deployment.speculative_config
     if not config:
         return [], 0, None
     method = str(config.get("method") or ("draft_model" if config.get("model") else "")).lower()
-    if method in ("ngram", "suffix", "medusa", "mlp_speculator", ""):
+    if method in NO_DRAFT_LAYERS or not method:
         return [], 0, None
     if target.draft is not None:
         draft = target.draft
@@ -105,7 +107,6 @@ def draft_layers(target: Target, dtype: str) -> tuple[list[Layer], int, str | No
     template = next(iter(spec.kv_layers), None)
     if template is None:
         return [], 0, None
-    weights = weight_layout(spec, dtype_bytes(dtype), quantization_method(spec, target.deployment))
     note = (f"speculative decoding ({method}): {count} draft layer(s) with the target's KV geometry (name the "
             "draft 'model' in --speculative-config to count its own)")
     return [template.as_full()] * count, weights.per_layer * count, note

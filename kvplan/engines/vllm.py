@@ -4,7 +4,6 @@ floor per rank and the minimum over ranks."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from kvplan.engines import common
@@ -51,10 +50,12 @@ CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB  # v0.19 estimates: 0.55 GiB / 32 layers .
 
 
 def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
-    match = re.match(r"^v?(\d+)\.(\d+)", text.strip())
-    if not match:
+    from kvplan.deployment.launch import version_tuple
+
+    version = version_tuple(text)
+    if version is None:
         raise KvplanError(f"cannot read {text!r} as a vLLM version; write e.g. 0.19 or 0.11.0", where)
-    return int(match.group(1)), int(match.group(2))
+    return version
 
 
 def era_of(version: str, where: str = "--vllm-version") -> Era:
