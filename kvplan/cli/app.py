@@ -60,19 +60,20 @@ def main(argv: list[str] | None = None) -> int:
         args, pasted = args[:split], args[split + 1:]
     try:
         _register(args)
-        from kvplan.cli.estimate import PASTED
+        if "estimate" in _registered:  # the only command that reads a pasted launch command
+            from kvplan.cli.estimate import PASTED
 
-        PASTED.set(pasted)
+            PASTED.set(pasted)
         result = app(args=args, prog_name="kvplan", standalone_mode=False)
     except KvplanError as exc:
         from kvplan.cli.output import error_line
 
         error_line(str(exc))
         return 2
-    except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
-        return _click_exit(exc)
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
+        return _click_exit(exc)
     return result if isinstance(result, int) else 0
 
 

@@ -1,9 +1,10 @@
-"""One output helper: rich text for people, JSON for scripts; one-line errors on stderr."""
+"""One output helper: the page width and colour rule, rich for tables, JSON for scripts; one-line errors."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -12,13 +13,29 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def terminal_width() -> int:
+    """COLUMNS when set, else the terminal's width, else 120: pipes and CI logs get a wide page rather than
+    an 80-column fallback."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 20:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return 120
+
+
+def colour_wanted() -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
 @lru_cache(maxsize=1)
 def console() -> Console:
     """rich loads only when something is rendered for people (not for --json)."""
     from rich.console import Console
 
-    # Pipes and CI logs get a wide page rather than rich's 80-column fallback.
-    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+    return Console(highlight=False, emoji=False, width=terminal_width())
 
 
 def print_json(data: Any) -> None:

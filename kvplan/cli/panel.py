@@ -4,30 +4,13 @@ startup.py): this draws the same box with plain string work. rich still draws th
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 import textwrap
 from dataclasses import dataclass, field
 
+from kvplan.cli.output import colour_wanted, terminal_width
+
 ANSI = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
         "cyan": "36", "white": "37"}
-
-
-def terminal_width() -> int:
-    """COLUMNS when set, else the terminal's width, else 120 for pipes and CI logs (as kvplan's rich console)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 20:
-        return int(columns)
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    return 120
-
-
-def colour_wanted() -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
 @dataclass

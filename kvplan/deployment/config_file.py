@@ -129,12 +129,10 @@ def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, li
         else:
             tokens = [flag, str(value)]
         parsed = parse_flags(tokens, engine, path, origin=origin, kvplan_knobs=False)
-        if isinstance(value, bool) and not value:
-            parsed.values.clear()  # a false on/off flag is simply absent
-            parsed.notes = [n for n in parsed.notes if not n.startswith(INERT_NOTE)]
-        for note in parsed.notes:
-            if note.startswith(INERT_NOTE):
-                inert.append(note.removeprefix(INERT_NOTE))
+        absent = value is False  # a false on/off flag is simply absent: no value, and not listed as inert
+        if absent:
+            parsed.values.clear()
+        inert += [n.removeprefix(INERT_NOTE) for n in parsed.notes if n.startswith(INERT_NOTE) and not absent]
         parsed.notes = [n for n in parsed.notes if not n.startswith(INERT_NOTE)]
         draft.update(parsed)
     if inert:

@@ -96,10 +96,8 @@ def _hub_error(exc: Exception, where: str, revision: str | None, suggestions: li
 
 def download_config(repo_id: str, revision: str | None, token: str | None,
                     suggestions: list[str]) -> tuple[Path, SpecSource]:
+    """repo_id has passed sources.repo_id_problem: an org/name the Hub can have."""
     where = repo_id if revision is None else f"{repo_id}@{revision}"
-    if "/" not in repo_id or repo_id.count("/") > 1:
-        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        raise KvplanError(f"not a bundled id, a local path, or a Hub repo id (org/name){hint}", where)
     if constants.HF_HUB_OFFLINE:
         cached = cached_config(repo_id, revision)
         if cached is None:

@@ -246,7 +246,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
     from kvplan.models import hub  # imports huggingface_hub; only reached when nothing local matched
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
-    data = load_json(config_path.read_bytes(), f"{model} (config.json from {source.kind})")
+    data = load_json(read_bounded(config_path), f"{model} (config.json from {source.kind})")
     spec = parse_config(with_overrides(data, overrides), model, source, f"{model}/config.json")
     if spec.quantization is not None:
         stored = hub.stored_weight_bytes(model, revision, token)
