@@ -176,6 +176,15 @@ def test_version_module_and_schema():
     assert run("--version").stdout == f"kvplan {__version__}\n"
     schema = json.loads(run("estimate", "--schema").stdout)
     assert "max_model_len" in schema["properties"]
+    assert "--install-completion" in run("--help").stdout  # typer's shell completion is on
+
+
+def test_sglang_names_typed_to_kvplan():
+    # with --engine sglang, SGLang's own names work on kvplan's command line too
+    _, plan = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--engine", "sglang", "--mem-fraction-static",
+                      "0.8", "--context-length", "8K", "--chunked-prefill-size", "4096")
+    assert (plan["engine"]["gpu_memory_utilization"], plan["engine"]["max_model_len"],
+            plan["engine"]["max_num_batched_tokens"]) == (0.8, 8192, 4096)
 
 
 def test_request_bytes_are_in_gib_in_the_error():
