@@ -31,12 +31,13 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
-COMMANDS = ("estimate", "gpus", "models")
+COMMANDS = ("estimate", "check", "verify", "simulate", "size", "explain", "gpus", "models")
 _registered: set[str] = set()
 
 
-def _register(args: list[str]) -> None:
-    """Only the command being run is imported (all of them for help and completion)."""
+def _register(args: list[str]) -> bool:
+    """Only the command being run is imported (all of them for help and completion). True when that command reads
+    a pasted launch command."""
     from importlib import import_module
 
     wanted = next((a for a in args if not a.startswith("-")), None)
@@ -50,6 +51,7 @@ def _register(args: list[str]) -> None:
         else:
             app.command(name, help=module.HELP, epilog=getattr(module, "EPILOG", None),
                         context_settings=getattr(module, "CONTEXT", None))(module.COMMAND)
+    return wanted in COMMANDS and bool(getattr(import_module(f"kvplan.cli.{wanted}"), "TAKES_PASTED", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         split = args.index("--")
         args, pasted = args[:split], args[split + 1:]
     try:
-        _register(args)
-        if "estimate" in _registered:  # the only command that reads a pasted launch command
-            from kvplan.cli.estimate import PASTED
+        takes_pasted = _register(args)
+        if pasted is not None:
+            if not takes_pasted:
+                raise KvplanError("only a command that builds a deployment (estimate, verify, simulate, size) reads a "
+                                  "launch command after '--'", "--")
+            from kvplan.cli.options import PASTED
 
             PASTED.set(pasted)
         result = app(args=args, prog_name="kvplan", standalone_mode=False)

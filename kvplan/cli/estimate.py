@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import PASTED, JsonFlag, RevisionOpt, TokenOpt
 
 HELP = "KV blocks, tokens and concurrency a deployment gets, as the engine will allocate them."
 EPILOG = (
@@ -26,8 +25,7 @@ EPILOG = (
 )
 CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True}
 
-# The launch command pasted after `--`, split off by the entry point before typer sees the arguments.
-PASTED: ContextVar[list[str] | None] = ContextVar("pasted", default=None)
+TAKES_PASTED = True
 
 
 def estimate(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Annotated
 
 import typer
@@ -12,3 +13,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts i
 RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit.")]
 TokenOpt = Annotated[str | None, typer.Option("--token", help="Hub token for gated or private repos.",
                                               envvar="HF_TOKEN", show_envvar=False)]
+
+# The launch command pasted after `--`, split off by the entry point before typer sees the arguments; read by the
+# commands that build a Deployment (module attribute TAKES_PASTED = True).
+PASTED: ContextVar[list[str] | None] = ContextVar("pasted", default=None)
