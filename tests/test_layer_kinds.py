@@ -14,7 +14,14 @@ from kvplan.capacity import pool_layout
 from kvplan.cli.render import formula
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
-from kvplan.models.layers import ChunkedLocal, FullAttention, LatentAttention, SlidingWindow, StateOnly
+from kvplan.models.layers import (
+    ChunkedLocal,
+    FullAttention,
+    LatentAttention,
+    SlidingWindow,
+    StateOnly,
+    page_tensors_bytes,
+)
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
 from kvplan.units import GB, GiB
@@ -139,3 +146,19 @@ def test_render_formula_comes_from_the_kind():
     assert mixed.num_groups == 1 and mixed.block_bytes == 196_608 and not mixed.single_spec
     text = formula(replace(plan, layout=mixed, tensor_parallel=1))
     assert text.startswith("1 KV groups of 4 layer slots") and text.endswith("block bytes = page x 4 = 196,608 B")
+
+
+@pytest.mark.parametrize("layer, block, kv_bytes, tp, expected", [
+    # K and V of (16 tokens x 4 heads x 128) at 2 B: 2 x 16 x 4 x 128 x 2 = 32,768 B (Qwen2.5-7B, one layer)
+    (FullAttention(4, 128), 16, 2, 1, 32_768),
+    # TP 8 over 4 KV heads replicates: one head per rank, 2 x 16 x 1 x 128 x 2 = 8,192 B
+    (FullAttention(4, 128), 16, 2, 8, 8_192),
+    # gemma-3 sliding layers: 16 KV heads x 128, fp8: 2 x 16 x 16 x 128 x 1 = 65,536 B
+    (SlidingWindow(16, 128, 1024), 16, 1, 1, 65_536),
+    # DeepSeek-V3 MLA latent 512 + 64 rope = 576, block 64, 2 B: 64 x 576 x 2 = 73,728 B
+    (LatentAttention(576), 64, 2, 4, 73_728),
+    (StateOnly(), 16, 2, 1, 0),
+])
+def test_page_tensors_add_up_to_the_page(layer, block, kv_bytes, tp, expected):
+    tensors = layer.page_tensors(block, kv_bytes, tp)
+    assert page_tensors_bytes(tensors) == expected == layer.page_bytes(block, kv_bytes, tp)

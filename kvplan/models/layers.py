@@ -6,9 +6,28 @@ rule counts its mixer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from math import prod
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from kvplan.units import cdiv
+
+
+class PageTensor(NamedTuple):
+    """One tensor of a layer's page on one rank: what it holds, its shape for one block, and its element size.
+    A page is the concatenation of its tensors' bytes; verify allocates these shapes, capacity counts page_bytes,
+    and the two agree by construction (page_tensors_bytes)."""
+
+    name: str
+    shape: tuple[int, ...]
+    element_bytes: int
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.element_bytes
+
+
+def page_tensors_bytes(tensors: tuple[PageTensor, ...]) -> int:
+    return sum(tensor.nbytes for tensor in tensors)
 
 
 class MixerCounter(Protocol):
@@ -41,6 +60,10 @@ class LayerKind(Protocol):
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int: ...
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int: ...
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        """The tensors of one block's page on one rank; their bytes sum to page_bytes."""
+        ...
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int: ...
 
@@ -78,6 +101,10 @@ class _KeyValueHeads:
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        shape = (block_size, self.heads_per_rank(tp), self.head_dim)
+        return PageTensor("key", shape, kv_bytes), PageTensor("value", shape, kv_bytes)
 
     def as_full(self) -> FullAttention:
         return FullAttention(self.kv_heads, self.head_dim)
@@ -172,6 +199,9 @@ class LatentAttention:
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
 
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (PageTensor("latent", (block_size, self.latent_dim), kv_bytes),)
+
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(context, block_size)
 
@@ -216,6 +246,9 @@ class StateOnly:
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return 0
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return ()
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return 0
