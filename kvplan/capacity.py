@@ -4,9 +4,10 @@ blocks fit, and how many blocks one request holds (vLLM v1 kv_cache_utils rules)
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kvplan.models.layers import Layer
+from kvplan.models.layers import Layer, RecurrentState
+from kvplan.units import cdiv
 
 
 @dataclass(eq=False)
@@ -81,35 +82,104 @@ class PoolLayout:
         return low
 
 
-def pool_layout(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> PoolLayout:
-    kv_layers = [layer for layer in layers if layer.holds_kv]
-    if not kv_layers:
-        return PoolLayout(block_size, (), 0, 0, 0, kv_bytes, tp)
-    counts = Counter(kv_layers)
+ATTENTION_BLOCK_ALIGNMENT = 16  # vLLM rounds a raised attention block size to a multiple of 16 tokens
+
+
+def pool_layout(layers: list[Layer], block_size: int, kv_bytes: int, tp: int, max_model_len: int = 0) -> PoolLayout:
+    """The pool of a model on one stage (no pipeline parallelism)."""
+    return pool_layouts([layers], block_size, kv_bytes, tp, max_model_len)[0]
+
+
+def pool_layouts(stages: list[list[Layer]], block_size: int, kv_bytes: int, tp: int,
+                 max_model_len: int = 0) -> list[PoolLayout]:
+    """Each pipeline stage's pool. As vLLM's get_kv_cache_configs (v1 kv_cache_utils, 0.10+): the whole model's
+    layers are grouped once, by the layer ratio of the whole model, and those groups are projected onto each
+    stage; a stage's block spans as many layers as its fullest group holds there."""
+    paged = [[layer for layer in stage if layer.holds_kv or isinstance(layer, RecurrentState)] for stage in stages]
+    everything = [layer for stage in paged for layer in stage]
+    if not everything:
+        return [PoolLayout(block_size, (), 0, 0, 0, kv_bytes, tp) for _ in stages]
+    attention = [layer for layer in everything if layer.holds_kv]
+    if attention:
+        block_size = aligned_block_size(everything, block_size, kv_bytes, tp)
+        page = attention[0].page_bytes(block_size, kv_bytes, tp)
+        paged = [[padded_state(layer, page, tp) for layer in stage] for stage in paged]
+    elif max_model_len:
+        # State only (pure Mamba): a state block stands for a whole request, vLLM's MambaSpec block_size being
+        # max_model_len; the logged token count is in those blocks.
+        block_size = max_model_len
+    groups = _global_groups([layer for stage in paged for layer in stage], block_size, kv_bytes, tp)
+    layouts, first = [], 0
+    for stage in paged:
+        members = range(first, first + len(stage))
+        first += len(stage)
+        layouts.append(_projected(groups, members, stage, block_size, kv_bytes, tp))
+    return layouts
+
+
+def aligned_block_size(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> int:
+    """vLLM's HybridAttentionMambaModelConfig.verify_and_update_config (model_executor/models/config.py,
+    0.10-0.2x): with state layers beside attention, an attention block must hold at least one state page, so the
+    block size becomes the smallest multiple of 16 tokens whose attention page is >= the state page, unless the
+    user chose a larger one ("Setting attention block size to N tokens")."""
+    states = [layer.state_page_bytes(tp) for layer in layers if isinstance(layer, RecurrentState)]
+    attention = next((layer for layer in layers if layer.holds_kv), None)
+    if not states or attention is None:
+        return block_size
+    per_token = attention.page_bytes(1, kv_bytes, tp)
+    step = ATTENTION_BLOCK_ALIGNMENT
+    return max(block_size, step * cdiv(max(states), step * per_token))
+
+
+def padded_state(layer: Layer, attention_page: int, tp: int) -> Layer:
+    """A state page padded up to the attention page ("Padding mamba page size by X%"), so that every group's
+    pages are equal; other layers as they are."""
+    if isinstance(layer, RecurrentState) and layer.state_page_bytes(tp) < attention_page:
+        return replace(layer, padded_page=attention_page)
+    return layer
+
+
+@dataclass(eq=False)
+class _Group:
+    layer: Layer
+    members: list[int]  # indices into the whole model's paged layers
+    hybrid: bool  # one of several equal-page groups (else the model's only group)
+
+
+def _global_groups(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> list[_Group]:
+    counts = Counter(layers)
     pages = {layer: layer.page_bytes(block_size, kv_bytes, tp) for layer in counts}
-    if len(counts) == 1:
-        (layer, n), = counts.items()
-        return PoolLayout(block_size, (KvGroup(layer, n, n),), pages[layer], pages[layer] * n, 0, kv_bytes, tp)
     kinds = {layer.kind for layer in counts}
-    if len(kinds) == 1 or len(set(pages.values())) > 1:
-        # One kind with differing sizes: a single group whose block spans every layer's page.
+    if len(counts) == 1 or len(kinds) == 1 or len(set(pages.values())) > 1:
+        # One spec; or one kind with differing sizes, a single group whose block spans every layer's page.
         # (Mixed kinds with unequal pages are approximated the same way.)
-        first = kv_layers[0]
-        total = sum(pages[layer] * n for layer, n in counts.items())
-        return PoolLayout(block_size, (KvGroup(first, len(kv_layers), len(kv_layers)),), total // len(kv_layers),
-                          total, 0, kv_bytes, tp)
-    # Genuinely hybrid: equal pages, layers of each spec split into groups of group_size.
+        return [_Group(layers[0], list(range(len(layers))), False)]
+    # Genuinely hybrid: equal pages, layers of each spec split into groups of group_size, a group taking every
+    # num_groups-th layer of its spec so that pipeline stages share groups evenly.
     smallest, largest = min(counts.values()), max(counts.values())
     group_size = largest if largest < 1.5 * smallest else smallest
-    groups: list[KvGroup] = []
-    padding = 0
-    for layer, n in counts.items():
-        for start in range(0, n, group_size):
-            real = min(group_size, n - start)
-            groups.append(KvGroup(layer, group_size, real))
-            padding += group_size - real
-    page = next(iter(pages.values()))
-    return PoolLayout(block_size, tuple(groups), page, page * group_size, padding, kv_bytes, tp)
+    groups: list[_Group] = []
+    for layer in counts:
+        indices = [i for i, other in enumerate(layers) if other == layer]
+        num_groups = cdiv(len(indices), group_size)
+        groups.extend(_Group(layer, indices[j::num_groups], True) for j in range(num_groups))
+    return groups
+
+
+def _projected(groups: list[_Group], members: range, stage: list[Layer], block_size: int, kv_bytes: int,
+               tp: int) -> PoolLayout:
+    if not stage:
+        return PoolLayout(block_size, (), 0, 0, 0, kv_bytes, tp)
+    if not groups[0].hybrid:
+        pages = [layer.page_bytes(block_size, kv_bytes, tp) for layer in stage]
+        n = len(stage)
+        return PoolLayout(block_size, (KvGroup(groups[0].layer, n, n),), sum(pages) // n, sum(pages), 0, kv_bytes,
+                          tp)
+    here = [sum(1 for i in group.members if i in members) for group in groups]
+    slots = max(here)
+    page = groups[0].layer.page_bytes(block_size, kv_bytes, tp)
+    projected = tuple(KvGroup(group.layer, slots, real) for group, real in zip(groups, here, strict=True))
+    return PoolLayout(block_size, projected, page, page * slots, sum(slots - real for real in here), kv_bytes, tp)
 
 
 def pipeline_stages(num_layers: int, pp: int) -> list[range]:

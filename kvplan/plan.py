@@ -45,6 +45,11 @@ class EngineSettings:
     length_knob: str = "max_model_len"
     blocks_override: int | None = None  # vLLM --num-gpu-blocks-override: this many blocks, whatever the budget
     token_cap: int | None = None  # SGLang --max-total-tokens: at most this many tokens in the pool
+    # vLLM's rules for recurrent-state (Mamba, linear attention) layers and hybrid models:
+    paged_states: bool = False  # the states have blocks in the KV pool (v1 engine, 0.10+)
+    state_extra_blocks: int = 0  # blocks a state group holds per request beyond 1 + speculative tokens
+    tokens_from_concurrency: bool = False  # with state groups, the logged tokens are concurrency x max_model_len
+    hybrid_kv_manager: bool = True  # False: every attention layer caches every token, in one group
 
 
 @dataclass(eq=False)

@@ -84,9 +84,11 @@ def test_block_formula_per_kind():
     assert v2 == MLA
     assert v2.block_formula(27, 8, 64, 2) == v2.block_formula(27, 1, 64, 2) == (
         "27 layers x 576 latent x 64 tokens x 2 B = 1,990,656 B (MLA: no K/V factor, whole on every rank)")
-    # mamba-2.8b: 64 state-only layers have no pages at all.
+    # mamba-2.8b: one whole state per block, at the config's float32 (4 B): conv (conv_kernel 4 - 1) x intermediate
+    # 5120 = 15,360 elements, ssm 5120 x state_size 16 = 81,920 elements; (15,360 + 81,920) x 4 = 389,120 B per layer.
     mamba = load_fixture("state-spaces__mamba-2.8b-hf.json").layers[0]
-    assert mamba.block_formula(64, 1, 16, 2) == "0 B (64 state-only layers: a fixed state per sequence, no per-token KV)"
+    assert mamba.block_formula(64, 1, 16, 2) == ("64 layers x (conv 3x5120 x 4 B + ssm 5120x16 x 4 B = 389,120 B) = "
+                                                 "24,903,680 B (one whole state per block, whatever the context)")
 
 
 def test_blocks_per_request_per_kind():

@@ -72,7 +72,7 @@ EXPECTED = {
     # layer_types 12 sliding (128) + 12 full; head_dim 64 explicit: 24 x 2*8*64*2 = 49,152; yarn 4096 x 32
     "openai__gpt-oss-20b.json": (24, 24, {"sliding": 12, "full": 12}, 8, 64, 49_152, 131072),
     # pure SSM: no KV
-    "state-spaces__mamba-2.8b-hf.json": (64, 0, {"none": 64}, 0, 0, 0, 2048),
+    "state-spaces__mamba-2.8b-hf.json": (64, 0, {"mamba1": 64}, 0, 0, 0, 2048),
     # new_decoder_architecture true => num_kv_heads 8 (multi_query ignored); 14848/232 = 64: 80 x 2*8*64*2
     "tiiuae__falcon-180B-chat.json": (80, 80, {"full": 80}, 8, 64, 163_840, 2048),
     # multi_query, old architecture => 1 KV head; 4544/71 = 64: 32 x 2*1*64*2 = 8,192

@@ -17,7 +17,8 @@ def parse(**overrides):
     return parse_config({**BASE, **overrides}, "test/model", SpecSource("local", "config.json"))
 
 
-LETTERS = {"full": "F", "sliding": "S", "chunked": "C", "mla": "M", "none": "-"}
+LETTERS = {"full": "F", "sliding": "S", "chunked": "C", "mla": "M", "none": "-", "mamba1": "-", "mamba2": "-", "gdn": "-",
+           "shortconv": "-", "shared": "-"}
 
 
 def kinds(spec):

@@ -47,6 +47,10 @@ class Deployment:
     estimate_cudagraphs: bool | None = knob("bool", "vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS switch.",
                                             default_rule="the era's default (on from v0.21)", engine_flag=False,
                                             env="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+    chunked_hybrid_kv: bool | None = knob("bool", "vLLM's VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE switch: "
+                                          "chunked local attention keeps its own KV groups.",
+                                          default_rule="off: every layer caches every token", engine_flag=False,
+                                          env="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE")
     # engine knobs, by vLLM's names
     dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)
     kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)

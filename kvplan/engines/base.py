@@ -72,7 +72,7 @@ def _auto_length(engine: Engine, target: Target) -> Plan:
 def _plan(engine: Engine, target: Target) -> Plan:
     from kvplan.engines import common
     settings = engine.settings(target)
-    prepared = common.prepare(target, flat_pool=engine.flat_pool)
+    prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings)
     memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
                 for stage in prepared.stages]
     return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings))

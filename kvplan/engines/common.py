@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layout
+from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import Layer
+from kvplan.models.layers import Layer, RecurrentState, StateOnly
 from kvplan.models.model import ModelSpec
 from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.units import GiB, canonical_dtype, dtype_bytes
@@ -37,8 +37,9 @@ class Prepared:
     notes: list[str]
 
 
-def prepare(target: Target, flat_pool: bool = False) -> Prepared:
-    """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool)."""
+def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | None = None) -> Prepared:
+    """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool); settings, when
+    given, say how a paged engine holds recurrent states and whether its hybrid KV manager is on."""
     spec, dep = target.spec, target.deployment
     dtype, dtype_note = model_dtype(spec, dep, target.gpu)
     # a dtype the config names (not a flag the user typed) is blamed on the config
@@ -49,14 +50,40 @@ def prepare(target: Target, flat_pool: bool = False) -> Prepared:
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
+    unified = settings is not None and not settings.hybrid_kv_manager
+    if unified and any(layer.drops_old_tokens for layer in spec.layers):
+        notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
+                     "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it): every layer caches every token")
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
-    for stage in stages(spec, dep, drafts, flat_pool):
+    for stage in stages(spec, dep, drafts, flat_pool or unified):
+        if settings is not None:
+            stage = replace(stage, layers=served_states(stage.layers, dtype_bytes(dtype, dtype_where), dep, settings))
         measured = dep.weights_memory_bytes
         weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp) + (
             -(-draft_weights // tp) if stage.last else 0)
         stage_list.append(replace(stage, weights_bytes=weight_bytes))
     return Prepared(kv_name, kv_bytes, stage_list, notes)
+
+
+def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settings: EngineSettings) -> list[Layer]:
+    """Recurrent states as the paged engine holds them (vLLM MambaBase.get_kv_cache_spec, mamba_utils): the conv
+    state in the served dtype (mamba_cache_dtype auto), the SSM state in the config's mamba_ssm_dtype or the same,
+    one conv row and one block more per speculative token, plus the prefix-caching block. An engine that keeps
+    them outside its pool sees them as sizeless."""
+    if not settings.paged_states:
+        return [layer.as_full() if isinstance(layer, RecurrentState) else layer for layer in layers]
+    spec_tokens = speculative_tokens(dep)
+    return [replace(layer, conv_bytes=model_bytes, spec_tokens=spec_tokens,
+                    held_blocks=1 + spec_tokens + (settings.state_extra_blocks if layer.prefix_cached else 0))
+            if isinstance(layer, RecurrentState) else layer for layer in layers]
+
+
+def speculative_tokens(dep: Deployment) -> int:
+    config = dep.speculative_config or {}
+    method = str(config.get("method") or ("draft_model" if config.get("model") else "")).lower()
+    tokens = config.get("num_speculative_tokens")
+    return tokens if method and isinstance(tokens, int) and not isinstance(tokens, bool) else 0
 
 
 def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) -> tuple[str, str | None]:
@@ -159,7 +186,10 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     tp = dep.tensor_parallel_size
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
-    layouts = [pool_layout(stage.layers, settings.block_size, prepared.kv_bytes, tp) for stage in prepared.stages]
+    layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes, tp,
+                           settings.max_model_len)
+    settings, hybrid_notes = _aligned(settings, layouts[0])
+    notes += hybrid_notes
     pairs = list(zip(layouts, memories, strict=True))
     blocks = [capped_blocks(layout.num_blocks(memory.kv_cache_bytes), settings) for layout, memory in pairs]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
@@ -186,15 +216,18 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
         notes.append("the model has no attention KV cache (state-only layers); the block pool does not apply")
     concurrency_value = (num_blocks * settings.block_size / length if settings.concurrency_in_tokens
                          else concurrency(num_blocks, per_request))
+    tokens = layout.reported_tokens(num_blocks)
+    if settings.tokens_from_concurrency and _has_states(layout):
+        tokens = num_blocks * length // per_request if per_request else 0
     capacity = Capacity(
-        num_blocks=num_blocks, tokens=layout.reported_tokens(num_blocks), max_concurrency=round(concurrency_value, 2),
+        num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),
         fits=error is None and bool(layout.groups), max_model_len_that_fits=longest, blocks_per_request=per_request,
         request_bytes=request_bytes, ladder=tuple(ladder))
     if layout.padding_layers:
         waste = layout.padding_layers / (sum(g.slots for g in layout.groups)) * 100
         notes.append(f"{layout.padding_layers} padding layers to make equal KV groups (up to {waste:.2f}% of "
                      "the pool unused)")
-    if any(not layer.holds_kv for layer in spec.layers) and layout.groups:
+    if layout.groups and any(isinstance(layer, StateOnly) for stage in prepared.stages for layer in stage.layers):
         notes.append("state-only (Mamba / linear attention) layers hold a per-sequence state that is not "
                      "counted in the block pool")
     if dep.data_parallel_size > 1:
@@ -209,6 +242,28 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
                 capacity=capacity, limiting_stage=limiting, error=error,
                 notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+
+
+def _has_states(layout: PoolLayout) -> bool:
+    return any(isinstance(group.layer, RecurrentState) for group in layout.groups)
+
+
+def _aligned(settings: EngineSettings, layout: PoolLayout) -> tuple[EngineSettings, list[str]]:
+    """The block size the pool settled on, and vLLM's own words when state pages raised it or were padded."""
+    notes: list[str] = []
+    has_attention = any(group.layer.holds_kv for group in layout.groups)
+    if has_attention and layout.block_size != settings.block_size:
+        notes.append(f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size "
+                     "is >= mamba page size (vLLM)")
+        settings = replace(settings, block_size=layout.block_size)
+    state = next((g.layer for g in layout.groups if isinstance(g.layer, RecurrentState)), None)
+    if state is not None and has_attention:
+        real = state.state_page_bytes(layout.tp)
+        padded = state.page_bytes(layout.block_size, layout.kv_bytes, layout.tp)
+        if padded > real:
+            notes.append(f"Padding mamba page size by {100 * (padded - real) / real:.2f}% to ensure that mamba page "
+                         "size and attention page size are exactly equal (vLLM)")
+    return settings, notes
 
 
 def capped_blocks(blocks: int, settings: EngineSettings) -> int:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
+from kvplan.models.layers import RecurrentState
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
@@ -16,6 +18,16 @@ from kvplan.units import GiB, MiB
 LATEST = "0.29.0"
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
+# Recurrent-state (Mamba / linear attention) layers in the v1 block pool, with the attention block raised to the
+# state page (model_executor/models/config.py HybridAttentionMambaModelConfig): from v0.10. Before, V0 kept the
+# states in a cache of their own.
+PAGED_STATES_FROM = (0, 10)
+# Prefix caching on for hybrids, in mamba_cache_mode "align" (config/cache.py): a state group holds one more block
+# per request (MambaSpec.max_memory_usage_bytes: 2 + speculative blocks), and the logged token count is
+# concurrency x max_model_len. Both are in the v0.20.1 log of engine-calibration Y04 (619,479 tokens = 423 blocks /
+# 179 per request x 262,144) and absent from v0.10.2 (Qwen3-Next, 973,760 = 7,162 // 4 groups x 544); the first
+# version between them is not known, so v0.20 is taken.
+PREFIX_CACHED_STATES_FROM = (0, 20)
 
 
 @dataclass(eq=False)
@@ -76,6 +88,17 @@ def default_block_size(spec: ModelSpec, major: int | None) -> int:
     return 16
 
 
+def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
+    """vLLM turns its hybrid KV cache manager off for models with chunked local attention (Llama 4's
+    attention_chunk_size) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and always with an EAGLE
+    drafter (config/vllm.py VllmConfig.__post_init__, v0.10+; the variable's default became on in later
+    versions, not modelled). Off, every layer caches every token (kv_cache_utils.unify_hybrid_kv_cache_specs)."""
+    if not any(layer.kind == "chunked" for layer in spec.layers):
+        return True
+    method = str((dep.speculative_config or {}).get("method") or "").lower()
+    return bool(dep.chunked_hybrid_kv) and "eagle" not in method
+
+
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int) -> int:
     logits = era.logits_copies * min(max_num_seqs, mnbt) * spec.vocab_size * 4
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
@@ -120,10 +143,14 @@ class Vllm:
             where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
+        wanted = parse_version(version, dep.where("engine_version"))
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len, seqs, tokens,
-            concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override)
+            concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
+            paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
+            tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
+            hybrid_kv_manager=hybrid_kv_manager(spec, dep))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -150,6 +177,10 @@ class Vllm:
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        if settings.state_extra_blocks and any(isinstance(layer, RecurrentState) and layer.prefix_cached
+                                               for layer in target.spec.layers):
+            notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "
+                         "holds one more block per request")
         return notes
 
 

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models import params as param_count
 from kvplan.models.families import Family, family_of
 from kvplan.models.fields import MAX_CONTEXT, ConfigFields
-from kvplan.models.layers import ChunkedLocal, FullAttention, LatentAttention, Layer, SlidingWindow, StateOnly
+from kvplan.models.layers import (
+    ChunkedLocal,
+    FullAttention,
+    GatedDeltaNetState,
+    LatentAttention,
+    Layer,
+    Mamba1State,
+    Mamba2State,
+    RecurrentState,
+    SharedKv,
+    ShortConvState,
+    SlidingWindow,
+    StateOnly,
+)
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
+from kvplan.units import DTYPE_BYTES, canonical_dtype, dtype_bytes
 
 MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; anything this large is not one
 NESTED_LANGUAGE_KEYS = ("text_config", "llm_config", "language_config")
@@ -96,11 +111,18 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
         num_layers=num_layers, hidden_size=hidden, num_attention_heads=heads, vocab_size=vocab,
         intermediate_size=intermediate, tie_word_embeddings=tie, dtype=dtype, max_context=max_context,
         layers=layers, params=params, moe=moe, quantization=quant,
-        mtp_layers=lm.optional_int("num_nextn_predict_layers", minimum=0) or 0, notes=tuple(notes),
+        mtp_layers=lm.optional_int(("num_nextn_predict_layers", "mtp_num_hidden_layers"), minimum=0) or 0,
+        notes=tuple(notes),
     )
 
 
 def _intermediate_size(lm: ConfigFields, hidden: int) -> int:
+    per_layer = lm.data.get("intermediate_size")
+    if isinstance(per_layer, list):  # one width per layer (Gemma 3n): the widest sizes the activations
+        widths = lm.array("intermediate_size") or []
+        if not widths or not all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths):
+            raise lm.fail("intermediate_size", "must be a positive integer or a list of them")
+        return max(widths)
     explicit = lm.optional_int(("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"))
     if explicit:
         return explicit
@@ -134,7 +156,7 @@ def _kv_heads(lm: ConfigFields, heads: int) -> int:
 
 def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int) -> list[Layer]:
     if heads == 0:
-        return [StateOnly(_mamba_state_bytes(lm, hidden))] * num_layers
+        return [_state_layer(lm, hidden, pure=True)] * num_layers
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
         latent = LatentAttention(kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0))
@@ -145,16 +167,21 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     full = FullAttention(kv, head_dim)
     window = lm.optional_int(("sliding_window", "sliding_window_size"))
     sliding = SlidingWindow(kv, head_dim, window) if window else None
-    state = StateOnly(_mamba_state_bytes(lm, hidden))
+    state = _state_layer(lm, hidden)
 
     layer_types = lm.array("layer_types")
     if layer_types is not None:
-        return _from_layer_types(lm, layer_types, num_layers, full, sliding, state)
+        return _shared_kv(lm, _from_layer_types(lm, layer_types, num_layers, full, sliding, state))
     pattern = lm.text("hybrid_override_pattern")
     if pattern is not None:
         if len(pattern) != num_layers:
             raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
-        return [full if symbol == "*" else state for symbol in pattern]
+        # Nemotron-H: '*' attention, 'M' Mamba-2; '-' (MLP) and 'E' (experts) layers have no mixer cache.
+        return [full if symbol == "*" else state if symbol == "M" else StateOnly() for symbol in pattern]
+    interval = lm.optional_int("full_attention_interval")
+    if interval:  # Qwen3-Next without layer_types: every interval-th layer is full attention (transformers'
+        # Qwen3NextConfig default, which vLLM reads)
+        return [full if (i + 1) % interval == 0 else state for i in range(num_layers)]
     period = lm.optional_int("attn_layer_period")
     if period:
         offset = lm.integer("attn_layer_offset", 0, minimum=0)
@@ -174,7 +201,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
 
 
 def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int, full: FullAttention,
-                      sliding: SlidingWindow | None, state: StateOnly) -> list[Layer]:
+                      sliding: SlidingWindow | None, state: Layer) -> list[Layer]:
     if len(layer_types) != num_layers:
         raise lm.fail("layer_types", f"has {len(layer_types)} entries for {num_layers} layers")
     result: list[Layer] = []
@@ -205,13 +232,49 @@ def _chunked(lm: ConfigFields, num_layers: int, kv: int, head_dim: int, chunk: i
     return [local if flag else glob for flag in flags]
 
 
-def _mamba_state_bytes(lm: ConfigFields, hidden: int) -> int | None:
-    state = lm.optional_int(("state_size", "mamba_d_state", "ssm_state_size"))
-    if not state:
-        return None
-    inner = lm.optional_int(("mamba_d_inner",)) or hidden * (lm.optional_int(("expand", "mamba_expand")) or 2)
-    conv = lm.optional_int(("conv_kernel", "mamba_d_conv")) or 4
-    return (inner * (conv - 1) + inner * state) * 4  # fp32 state per layer per sequence
+def _shared_kv(lm: ConfigFields, layers: list[Layer]) -> list[Layer]:
+    """Gemma 3n: the last num_kv_shared_layers layers read the KV of an earlier layer of their kind (vLLM's
+    kv_sharing_target_layer_name) and cache none of their own."""
+    shared = lm.optional_int("num_kv_shared_layers", minimum=0) or 0
+    if shared > len(layers):
+        raise lm.fail("num_kv_shared_layers", f"({shared}) is more than the {len(layers)} layers")
+    first = len(layers) - shared
+    return layers[:first] + [SharedKv(layer.kv_heads, layer.head_dim) if layer.holds_kv else layer
+                             for layer in layers[first:]]
+
+
+def _state_layer(lm: ConfigFields, hidden: int, pure: bool = False) -> Layer:
+    layer = _recurrent(lm, hidden, pure)
+    # Until an engine says otherwise, the conv state is kept in the checkpoint's dtype.
+    name = lm.text(("torch_dtype", "dtype")) or "float32"
+    if not isinstance(layer, RecurrentState):
+        return layer
+    return replace(layer, conv_bytes=max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))))
+
+
+def _recurrent(lm: ConfigFields, hidden: int, pure: bool) -> Layer:
+    """The recurrent mixer the config's own fields describe (vLLM get_mamba_state_shape_from_config of each
+    model; shapes in mamba_utils.MambaStateShapeCalculator). A config without the fields keeps the old
+    sizeless state."""
+    ssm_dtype = lm.text("mamba_ssm_dtype")
+    ssm = dtype_bytes(ssm_dtype, f"{lm.where}: mamba_ssm_dtype") if ssm_dtype else None
+    if lm.has("linear_num_value_heads"):
+        return GatedDeltaNetState(lm.integer("linear_num_key_heads"), lm.integer("linear_num_value_heads"),
+                                  lm.integer("linear_key_head_dim"), lm.integer("linear_value_head_dim"),
+                                  lm.integer("linear_conv_kernel_dim", 4), ssm_bytes=ssm)
+    if lm.has("conv_L_cache"):
+        return ShortConvState(lm.integer("conv_dim", hidden), lm.integer("conv_L_cache"))
+    ssm_heads = lm.optional_int(("mamba_n_heads", "mamba_num_heads", *(("num_heads",) if pure else ())))
+    state = lm.optional_int(("mamba_d_state", "ssm_state_size", "state_size"))
+    if ssm_heads and state:
+        head = lm.integer(("mamba_d_head", "mamba_head_dim", *(("head_dim",) if pure else ())))
+        inner = lm.optional_int("mamba_d_ssm") or ssm_heads * head
+        return Mamba2State(inner, ssm_heads, head, lm.integer(("mamba_n_groups", "n_groups"), 1), state,
+                           lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
+    if state:
+        inner = lm.optional_int("mamba_d_inner") or hidden * (lm.optional_int(("mamba_expand", "expand")) or 2)
+        return Mamba1State(inner, state, lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
+    return StateOnly()
 
 
 def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:

@@ -5,7 +5,7 @@ rule counts its mixer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -265,3 +265,210 @@ class StateOnly:
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.state_mixer()
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """Arithmetic shared by the kinds whose layers keep a fixed recurrent state per request (Mamba, Gated
+    DeltaNet, short convolutions). vLLM v1 (0.10+) pages that state in the same block pool as attention:
+    one block holds one request's whole state (kv_cache_interface.MambaSpec), so nothing here grows with
+    the context. The dtype and engine fields are keyword-only and filled by the engine: the conv state is
+    kept in the served model dtype, the SSM state in mamba_ssm_dtype when the config names one
+    (mamba_utils.MambaStateDtypeCalculator), speculative tokens add conv rows and blocks, and the page may
+    be padded up to the attention page."""
+
+    _: KW_ONLY
+    conv_bytes: int = 2  # element size of the conv state: the config's dtype, the served one once an engine sets it
+    ssm_bytes: int | None = None  # element size of the SSM / recurrent state; None: as the conv state
+    spec_tokens: int = 0  # speculative tokens per step: conv rows kept for them (mamba_utils, num_spec)
+    held_blocks: int = 1  # blocks one request holds: 1, plus speculative and prefix-caching blocks
+    padded_page: int | None = None  # the page once padded to the attention page (MambaSpec.page_size_padded)
+    holds_kv: ClassVar[bool] = False  # no per-token K/V; a paged engine still gives the state blocks (capacity)
+    # vLLM caches prefixes of this mixer (mamba_cache_mode "align"): Mamba-2 and Gated DeltaNet
+    prefix_cached: ClassVar[bool] = False
+    drops_old_tokens: ClassVar[bool] = False
+
+    @property
+    def kv_heads(self) -> int:
+        return 0
+
+    @property
+    def head_dim(self) -> int:
+        return 0
+
+    def heads_per_rank(self, tp: int) -> int:
+        return 0
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return 0
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        raise NotImplementedError
+
+    def state_page_bytes(self, tp: int = 1) -> int:
+        return page_tensors_bytes(self.state_tensors(tp))
+
+    @property
+    def state_bytes(self) -> int:
+        """One request's state in this layer, unsplit (TP 1), as StateOnly gives it."""
+        return self.state_page_bytes(1)
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return self.padded_page if self.padded_page is not None else self.state_page_bytes(tp)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        tensors = self.state_tensors(tp)
+        padding = self.page_bytes(block_size, kv_bytes, tp) - page_tensors_bytes(tensors)
+        return (*tensors, PageTensor("padding", (padding,), 1)) if padding > 0 else tensors
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return self.held_blocks
+
+    def as_full(self) -> StateOnly:
+        # An engine with one flat token pool keeps this state outside it.
+        return StateOnly(self.state_bytes)
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        shapes = " + ".join(f"{t.name} {'x'.join(map(str, t.shape))} x {t.element_bytes} B"
+                            for t in self.state_tensors(tp))
+        page = self.page_bytes(block_size, kv_bytes, tp)
+        padded = f", padded to {page:,} B" if page != self.state_page_bytes(tp) else ""
+        return (f"{layers} layers x ({shapes} = {self.state_page_bytes(tp):,} B{padded}) = {layers * page:,} B "
+                "(one whole state per block, whatever the context)")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.state_mixer()
+
+    def _ssm(self) -> int:
+        return self.ssm_bytes if self.ssm_bytes is not None else self.conv_bytes
+
+
+@dataclass(frozen=True)
+class Mamba1State(RecurrentState):
+    """A Mamba-1 mixer (Mamba, Jamba): conv state (kernel - 1, inner) and SSM state (inner, state), inner
+    split across TP ranks (mamba_utils.MambaStateShapeCalculator.mamba1_state_shape)."""
+
+    inner: int
+    state_size: int
+    conv_kernel: int
+    kind: ClassVar[str] = "mamba1"
+    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        inner = self.inner // tp
+        return (PageTensor("conv", (self.conv_kernel - 1, inner), self.conv_bytes),
+                PageTensor("ssm", (inner, self.state_size), self._ssm()))
+
+    def describe(self) -> str:
+        return f"Mamba-1 state, inner {self.inner} x state {self.state_size}, conv {self.conv_kernel}"
+
+
+@dataclass(frozen=True)
+class Mamba2State(RecurrentState):
+    """A Mamba-2 mixer (Nemotron-H, Granite-4.0-H, Falcon-H1, Bamba, Mamba2): conv state over inner + 2 x groups
+    x state channels and SSM state (heads, head_dim, state) per rank; groups that do not divide across the
+    ranks are replicated up to the TP size (mamba2_state_shape, extra_groups_for_head_shards)."""
+
+    inner: int
+    heads: int
+    head_size: int  # per SSM head (the config's mamba head_dim)
+    groups: int
+    state_size: int
+    conv_kernel: int
+    kind: ClassVar[str] = "mamba2"
+    has_mlp: ClassVar[bool] = False
+    prefix_cached: ClassVar[bool] = True
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        groups = self.groups if self.groups % tp == 0 else tp
+        conv_dim = (self.inner + 2 * groups * self.state_size) // tp
+        return (PageTensor("conv", (self.conv_kernel - 1 + self.spec_tokens, conv_dim), self.conv_bytes),
+                PageTensor("ssm", (self.heads // tp, self.head_size, self.state_size), self._ssm()))
+
+    def describe(self) -> str:
+        return (f"Mamba-2 state, {self.heads} heads x {self.head_size} x state {self.state_size}, "
+                f"{self.groups} groups, conv {self.conv_kernel}")
+
+
+@dataclass(frozen=True)
+class GatedDeltaNetState(RecurrentState):
+    """A Gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): conv state over 2 x key + value channels
+    and a recurrent state (value heads, value dim, key dim) per rank (gated_delta_net_state_shape)."""
+
+    key_heads: int
+    value_heads: int
+    key_dim: int
+    value_dim: int
+    conv_kernel: int
+    kind: ClassVar[str] = "gdn"
+    has_mlp: ClassVar[bool] = True  # every Qwen3-Next / Qwen3.5 layer has its MLP or experts
+    prefix_cached: ClassVar[bool] = True
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        conv_dim = (2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim) // tp
+        return (PageTensor("conv", (self.conv_kernel - 1 + self.spec_tokens, conv_dim), self.conv_bytes),
+                PageTensor("recurrent", (self.value_heads // tp, self.value_dim, self.key_dim), self._ssm()))
+
+    def describe(self) -> str:
+        return (f"Gated DeltaNet state, {self.value_heads} value heads x {self.value_dim} x {self.key_dim} key "
+                f"dim, conv {self.conv_kernel}")
+
+
+@dataclass(frozen=True)
+class ShortConvState(RecurrentState):
+    """A gated short convolution (LFM2): only a conv state (L_cache - 1, hidden) per rank
+    (short_conv_state_shape)."""
+
+    channels: int
+    conv_kernel: int
+    kind: ClassVar[str] = "shortconv"
+    has_mlp: ClassVar[bool] = True
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (PageTensor("conv", (self.conv_kernel - 1, self.channels // tp), self.conv_bytes),)
+
+    def describe(self) -> str:
+        return f"short conv state, {self.channels} channels, kernel {self.conv_kernel}"
+
+
+RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState)
+
+
+@dataclass(frozen=True)
+class SharedKv:
+    """An attention layer that reads the KV cache of an earlier layer (vLLM kv_sharing_target_layer_name,
+    Gemma 3n's num_kv_shared_layers): it computes attention but caches nothing of its own."""
+
+    kv_heads: int
+    head_dim: int
+    kind: ClassVar[str] = "shared"
+    holds_kv: ClassVar[bool] = False
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = True
+
+    def heads_per_rank(self, tp: int) -> int:
+        return max(1, self.kv_heads // tp)
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return 0
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return 0
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return ()
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return 0
+
+    def as_full(self) -> SharedKv:
+        return self
+
+    def describe(self) -> str:
+        return f"attention on an earlier layer's KV (shared), {self.kv_heads} KV heads x {self.head_dim}"
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        return f"0 B ({layers} layers reuse an earlier layer's KV cache)"
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.kv_attention(self.kv_heads, self.head_dim)
