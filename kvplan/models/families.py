@@ -29,6 +29,7 @@ class Family:
 
 
 LLAMA = Family(exact=True)
+FALCON = Family(gated_mlp=False, layer_norm=True, norms_per_layer=1, tied_default=True, exact=True)
 
 FAMILIES: dict[str, Family] = {
     "llama": LLAMA,
@@ -39,29 +40,33 @@ FAMILIES: dict[str, Family] = {
     "qwen2_5_vl": Family(qkv_bias=True),
     "qwen3": Family(qk_norm=True, exact=True),
     "qwen3_moe": Family(qk_norm=True, exact=True),
-    "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192),
+    "qwen3_next": Family(qk_norm=True),
+    "qwen3_5_text": Family(qk_norm=True),
+    "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192, exact=True),
     "gemma2": Family(tied_default=True, norms_per_layer=4, sliding_pattern=2, exact=True),
     "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True, sliding_pattern=6,
                           vocab_default=262208, max_position_default=131072,
                           rope_scaling_extends_context=False, exact=True),
     "phi3": Family(exact=True),
     "phi": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
-                  norms_per_layer=1, lm_head_bias=True),
+                  norms_per_layer=1, lm_head_bias=True, exact=True),
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
     "gpt_oss": Family(qkv_bias=True, o_bias=True, mlp_bias=True, attention_sinks=True),
     "llama4_text": Family(),
-    "falcon": Family(gated_mlp=False, layer_norm=True, norms_per_layer=1, tied_default=True),
-    "RefinedWebModel": Family(gated_mlp=False, layer_norm=True, norms_per_layer=1, tied_default=True),
+    "falcon": FALCON,
+    "RefinedWebModel": FALCON,
+    "RefinedWeb": FALCON,
     "gpt2": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
                    tied_default=True, position_rows_extra=0, exact=True),
     "opt": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
                   tied_default=True, position_rows_extra=2),
     "bloom": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
                     tied_default=True, embedding_norm=True, exact=True),
-    "mpt": Family(gated_mlp=False, layer_norm=True, tied_default=True),
+    "mpt": Family(gated_mlp=False, layer_norm=True, tied_default=True, exact=True),
     "gpt_neox": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True),
     "mamba": Family(tied_default=True),
+    "jamba": Family(exact=True),
 }
 
 DEFAULT_FAMILY = Family()

@@ -272,7 +272,12 @@ def _recurrent(lm: ConfigFields, hidden: int, pure: bool) -> Layer:
         return Mamba2State(inner, ssm_heads, head, lm.integer(("mamba_n_groups", "n_groups"), 1), state,
                            lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
     if state:
-        inner = lm.optional_int("mamba_d_inner") or hidden * (lm.optional_int(("mamba_expand", "expand")) or 2)
+        # A pure Mamba config states its inner width as intermediate_size, which transformers keeps over
+        # hidden x expand (falcon-mamba-7b: 8192, not 4096 x 16); in a hybrid, intermediate_size is the MLP's.
+        expand = lm.optional_int("mamba_expand")
+        inner = (lm.optional_int("mamba_d_inner") or (hidden * expand if expand else None)
+                 or (lm.optional_int("intermediate_size") if pure else None)
+                 or hidden * (lm.optional_int("expand") or 2))
         return Mamba1State(inner, state, lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
     return StateOnly()
 
@@ -291,8 +296,9 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     shared_size = shared * expert_size
     if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
         shared, shared_size = 1, expert_size
-    if lm.has("shared_expert_intermediate_size"):
-        shared, shared_size = 1, lm.integer("shared_expert_intermediate_size")
+    shared_width = lm.optional_int("shared_expert_intermediate_size", minimum=0)
+    if shared_width:  # Qwen3-Coder writes 0: no shared expert
+        shared, shared_size = 1, shared_width
     dense: list[int] = []
     first_dense = lm.optional_int("first_k_dense_replace", minimum=0) or 0
     dense.extend(range(min(first_dense, num_layers)))
@@ -302,6 +308,10 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     if step > 1:
         offset = step - 1 if lm.has("interleave_moe_layer_step") else 0
         dense.extend(i for i in range(num_layers) if i % step != offset)
+    period = lm.optional_int("expert_layer_period")
+    if period:  # Jamba: experts in every period-th layer from the offset, a dense MLP in the others
+        offset = lm.integer("expert_layer_offset", 0, minimum=0)
+        dense.extend(i for i in range(num_layers) if i % period != offset)
     return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))))
 
 

@@ -1,5 +1,6 @@
-"""Parameter count from the config: embeddings, attention, MLP or experts, norms, lm_head, vision tower.
-Exact for the families whose layout was checked against published counts (see tests/test_params.py)."""
+"""Parameter count from the config: embeddings, attention, MLP or experts, norms, lm_head, vision tower, as the
+engine loads them (a tied lm_head once). Exact for the families whose layout was checked against published
+counts (see tests/test_params.py); the others carry a "parameter count approximate" note."""
 
 from __future__ import annotations
 
@@ -31,10 +32,8 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     shape = decoder_shape
     family, model_type, hidden, heads, vocab = shape.family, shape.model_type, shape.hidden, shape.heads, shape.vocab
     intermediate, layers, moe, tied = shape.intermediate, shape.layers, shape.moe, shape.tied
-    norm = hidden * (2 if family.layer_norm else 1)
-    norms_per_layer = family.norms_per_layer
-    if lm.flag("new_decoder_architecture", False):
-        norms_per_layer = 2
+    norm = _norm(lm, family, hidden)
+    norms_per_layer = _norms_per_layer(lm, family)
     if heads == 0:
         pad = lm.optional_int("pad_vocab_size_multiple") or 1
         vocab = -(-vocab // pad) * pad
@@ -43,7 +42,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     mixers = _Mixers(lm, family, hidden, heads, intermediate)
     for index, layer in enumerate(layers):
         decoder += layer.mixer_params(mixers)
-        if not layer.has_mlp:
+        if not _has_mlp(lm, layer):
             decoder += norm
             continue
         mlp, expert_part = _mlp(lm, family, hidden, intermediate, moe, index)
@@ -62,11 +61,39 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
 
     exact = family.exact and vision_exact
     note = "" if exact else (
-        f"parameter count for model_type '{model_type}' is derived from the standard layout and was not "
-        "checked against a published count" if not family.exact else
-        "vision tower parameters are estimated")
+        f"parameter count approximate: the layout of model_type '{model_type}' was not checked against a "
+        "published count" if not family.exact else
+        "parameter count approximate: the vision tower's parameters are estimated")
     return ParamCount(total=total, exact=exact, note=note, embeddings=embeddings, lm_head=lm_head,
                       experts=experts, vision=vision)
+
+
+def _interleaved_by_period(lm: ConfigFields) -> bool:
+    """Jamba's layout, named by its `attn_layer_period`: every decoder layer, Mamba or attention, has an MLP
+    or experts after its mixer, and the Mamba mixer RMS-normalises its dt, B and C projections."""
+    return lm.has("attn_layer_period")
+
+
+def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
+    """A plain Mamba block is its mixer and one norm."""
+    return layer.has_mlp or _interleaved_by_period(lm)
+
+
+def _norm(lm: ConfigFields, family: Family, hidden: int) -> int:
+    """One norm's parameters. MPT's `no_bias` drops the LayerNorm bias along with every linear bias."""
+    with_bias = family.layer_norm and not lm.flag("no_bias", False)
+    return hidden * (2 if with_bias else 1)
+
+
+def _norms_per_layer(lm: ConfigFields, family: Family) -> int:
+    """Falcon's decoder layer: one shared norm before the parallel attention and MLP, two (ln_attn and ln_mlp,
+    or num_ln_in_parallel_attn of them) in the new decoder architecture, two when attention is sequential.
+    A RefinedWeb config that gives grouped KV heads (`n_head_kv`) is the new architecture: the 40B layout."""
+    if lm.flag("new_decoder_architecture", False) or lm.has("n_head_kv"):
+        return lm.integer("num_ln_in_parallel_attn", 2)
+    if not lm.flag("parallel_attn", True):
+        return 2
+    return family.norms_per_layer
 
 
 @dataclass(eq=False)
@@ -88,6 +115,10 @@ class _Mixers:
         q_width = heads * head_dim
         kv_width = kv_heads * head_dim
         total = hidden * (q_width + 2 * kv_width) + q_width * hidden
+        if lm.flag("attn_output_gate", _gated_delta_net(lm)):
+            # q_proj also yields a per-channel output gate; vLLM's Qwen3-Next attention reads
+            # attn_output_gate with a default of true
+            total += hidden * q_width
         if qkv_bias:
             total += q_width + 2 * kv_width
         if o_bias:
@@ -108,41 +139,98 @@ class _Mixers:
         q_width = heads * (nope + rope)
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
-                + heads * v_dim * hidden)
+                + heads * v_dim * hidden + self._sparse_indexer(q_lora or hidden))
+
+    def _sparse_indexer(self, q_input: int) -> int:
+        """DeepSeek-V3.2's lightning indexer beside MLA: query and key projections, a LayerNorm on the key
+        and per-head weights."""
+        index_heads = self.lm.optional_int("index_n_heads")
+        if not index_heads:
+            return 0
+        index_dim = self.lm.integer("index_head_dim")
+        return q_input * index_heads * index_dim + self.hidden * index_dim + 2 * index_dim + self.hidden * index_heads
 
     def state_mixer(self) -> int:
-        lm, hidden, intermediate = self.lm, self.hidden, self.intermediate
+        """The recurrent mixer the config's fields describe: Gated DeltaNet, else Mamba-1."""
+        if _gated_delta_net(self.lm):
+            return self._gated_delta_net()
+        return self._mamba1()
+
+    def _gated_delta_net(self) -> int:
+        """Qwen3-Next / Qwen3.5 linear attention: q, k (key width) and v, z (value width) projections, the b and a
+        gates (one per value head), a bias-free depthwise conv over q, k, v, dt bias and A per value head, a
+        gated RMSNorm of the value head width and the output projection."""
+        lm, hidden = self.lm, self.hidden
+        value_heads = lm.integer("linear_num_value_heads")
+        key = lm.integer("linear_num_key_heads") * lm.integer("linear_key_head_dim")
+        value_dim = lm.integer("linear_value_head_dim")
+        value = value_heads * value_dim
+        conv = lm.integer("linear_conv_kernel_dim", 4)
+        return (hidden * (2 * key + 2 * value) + hidden * 2 * value_heads + (2 * key + value) * conv
+                + 2 * value_heads + value_dim + value * hidden)
+
+    def _mamba1(self) -> int:
+        """A Mamba (v1) mixer; Jamba names the same sizes with a `mamba_` prefix."""
+        lm, hidden = self.lm, self.hidden
         state = lm.integer(("state_size", "mamba_d_state", "ssm_state_size"), 16)
         conv = lm.integer(("conv_kernel", "mamba_d_conv"), 4)
-        dt_rank = lm.optional_int("time_step_rank") or -(-hidden // 16)
-        conv_bias = intermediate if lm.flag("use_conv_bias", True) else 0
-        proj_bias = 2 * intermediate + hidden if lm.flag("use_bias", False) else 0
-        return (hidden * 2 * intermediate + intermediate * conv + conv_bias
-                + intermediate * (dt_rank + 2 * state) + dt_rank * intermediate + intermediate
-                + intermediate * state + intermediate + intermediate * hidden + proj_bias)
+        # Jamba's intermediate_size is its MLP's; a plain Mamba config gives the mixer width there.
+        expand = lm.optional_int("mamba_expand")
+        inner = lm.optional_int("mamba_d_inner") or (expand * hidden if expand else self.intermediate)
+        dt_rank = _time_step_rank(lm, hidden)
+        conv_bias = inner if _first_flag(lm, ("use_conv_bias", "mamba_conv_bias"), True) else 0
+        proj_bias = 2 * inner + hidden if _first_flag(lm, ("use_bias", "mamba_proj_bias"), False) else 0
+        inner_norms = dt_rank + 2 * state if _interleaved_by_period(lm) else 0
+        return (hidden * 2 * inner + inner * conv + conv_bias
+                + inner * (dt_rank + 2 * state) + dt_rank * inner + inner
+                + inner * state + inner + inner * hidden + proj_bias + inner_norms)
+
+
+def _gated_delta_net(lm: ConfigFields) -> bool:
+    return lm.has("linear_num_value_heads")
+
+
+def _time_step_rank(lm: ConfigFields, hidden: int) -> int:
+    key = lm.first_key(("time_step_rank", "mamba_dt_rank"))
+    if key is None or lm.data[key] == "auto":
+        return -(-hidden // 16)
+    return lm.integer(key)
+
+
+def _first_flag(lm: ConfigFields, keys: tuple[str, ...], default: bool) -> bool:
+    key = lm.first_key(keys)
+    return default if key is None else lm.flag(key, default)
 
 
 def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: MoE | None,
          index: int) -> tuple[int, int]:
     """Parameters of one layer's MLP, and how many of them are routed experts."""
-    if moe is None or index in moe.dense_layers:
+    bias = lm.flag("bias", False) if lm.has("bias") else family.mlp_bias  # Falcon: one switch for all
+    if moe is None or not _has_experts(lm, moe, index):
         size = lm.optional_int("intermediate_size_mlp") if moe else None
-        return _dense_mlp(family, hidden, size or intermediate), 0
-    expert = _dense_mlp(family, hidden, moe.expert_intermediate_size)
+        return _dense_mlp(family, hidden, size or intermediate, bias), 0
+    expert = _dense_mlp(family, hidden, moe.expert_intermediate_size, bias)
     experts = moe.num_experts * expert
-    router = hidden * moe.num_experts + (moe.num_experts if family.mlp_bias else 0)
-    shared = _dense_mlp(family, hidden, moe.shared_intermediate_size) if moe.shared_intermediate_size else 0
-    if lm.has("shared_expert_intermediate_size"):
-        shared += hidden  # the shared expert's sigmoid gate
+    router = hidden * moe.num_experts + (moe.num_experts if bias else 0)
+    shared = (_dense_mlp(family, hidden, moe.shared_intermediate_size, bias)
+              if moe.shared_intermediate_size else 0)
+    if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
+        shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
     if lm.text("topk_method") == "noaux_tc":
         router += moe.num_experts  # e_score_correction_bias
     return experts + router + shared, experts
 
 
-def _dense_mlp(family: Family, hidden: int, size: int) -> int:
+def _has_experts(lm: ConfigFields, moe: MoE, index: int) -> bool:
+    """Layers the config leaves dense (first_k_dense_replace, mlp_only_layers, Jamba's expert_layer_period and
+    offset: kvplan.models.hf_config) have one MLP instead of experts."""
+    return index not in moe.dense_layers
+
+
+def _dense_mlp(family: Family, hidden: int, size: int, bias: bool) -> int:
     if family.gated_mlp:
-        return 3 * hidden * size + ((2 * size + hidden) if family.mlp_bias else 0)
-    return 2 * hidden * size + ((size + hidden) if family.mlp_bias else 0)
+        return 3 * hidden * size + ((2 * size + hidden) if bias else 0)
+    return 2 * hidden * size + ((size + hidden) if bias else 0)
 
 
 def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
