@@ -122,25 +122,27 @@ def test_engines_differ_as_documented():
     _, sglang = estimate_json(*common, "--engine", "sglang")
     _, trt = estimate_json(*common, "--engine", "trtllm")
     assert sglang["engine"]["block_size"] == 1 and trt["engine"]["block_size"] == 32
-    # SGLang (kvplan/engines/sglang.py, server_args' mem_fraction_static heuristic), H100 CUDA total
-    # 85,018,877,624 B = 81,080.32 MiB (>= 60 GiB: chunked prefill 8192, CUDA-graph bs 160):
-    #   reserved 512 + 1.5 x 8192 + 2 x 160 + 1 x 1 / 8 x 1024 = 13,248 MiB
-    #   fraction round((81,080.32 - 13,248) / 81,080.32, 3) = round(0.83661, 3) = 0.837
-    #   held back int(85,018,877,624 x (1 - 0.837)) = 13,858,077,052
-    #   pool 85,018,877,624 - 15,231,233,024 (7,615,616,512 x 2) - 13,858,077,052 = 55,929,567,548
-    #   page size 1: tokens = 55,929,567,548 // 57,344 = 975,334
-    assert sglang["engine"]["gpu_memory_utilization"] == 0.837
-    assert sglang["memory"]["reserve_bytes"] == 13_858_077_052
-    assert sglang["memory"]["kv_cache_bytes"] == 55_929_567_548
-    assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 975_334
-    # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights and runtime buffers.
+    # SGLang (kvplan/engines/sglang.py): H100 nvidia-smi 81,559 MiB (60-90 GiB, TP < 4: chunked prefill 8192,
+    # CUDA-graph bs 256): reserved 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB,
+    #   fraction round((81,559 - 13,440) / 81,559, 3) = round(0.83521, 3) = 0.835
+    #   free before load 85,018,877,624 - 654,982,512 (0.61 GiB CUDA context) = 84,363,895,112
+    #   held back int(84,363,895,112 x 0.165) = 13,920,042,693
+    #   pool int(84,363,895,112 - 15,231,233,024 (7,615,616,512 x 2) - 13,920,042,693.48) = 55,212,619,394
+    #   page size 1: tokens = 55,212,619,394 // 57,344 = 962,831
+    assert sglang["engine"]["gpu_memory_utilization"] == 0.835
+    assert sglang["memory"]["reserve_bytes"] == 13_920_042_693
+    assert sglang["memory"]["kv_cache_bytes"] == 55_212_619_394
+    assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 962_831
+    # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights, the profiling run and the CUDA
+    # context, in whole tokens, rounded up to 32-token blocks.
     #   runtime int(3.79 x min(2048, 1024) x 152,064 x 4) + int(0.12 GiB) = 2,360,617,205 + 128,849,018
     #           = 2,489,466,223
-    #   free 85,018,877,624 - 15,231,233,024 - 2,489,466,223 = 67,298,178,377; pool int(x 0.9) = 60,568,360,539
-    #   32-token blocks of 32 x 57,344 = 1,835,008 B: 60,568,360,539 // 1,835,008 = 33,007 -> 1,056,224 tokens
+    #   free 85,018,877,624 - 15,231,233,024 - 2,489,466,223 - 654,982,512 = 66,643,195,865;
+    #   x 0.8999999761581421 = 59,978,874,689 -> // 57,344 = 1,045,948 tokens -> 32,686 blocks of 32
+    #   = 1,045,952 tokens, 32,686 x 1,835,008 = 59,979,071,488 B
     assert trt["memory"]["activation_bytes"] == 2_489_466_223
-    assert trt["memory"]["kv_cache_bytes"] == 60_568_360_539
-    assert trt["capacity"]["num_blocks"] == 33_007 and trt["capacity"]["tokens"] == 1_056_224
+    assert trt["memory"]["kv_cache_bytes"] == 59_979_071_488
+    assert trt["capacity"]["num_blocks"] == 32_686 and trt["capacity"]["tokens"] == 1_045_952
 
 
 def test_fp8_kv_doubles_tokens():

@@ -45,12 +45,14 @@ def test_pasted_sglang_command_sets_the_engine():
     _, plan = plan_of("--gpu", "h100", "--", "python", "-m", "sglang.launch_server", "--model-path",
                       "Qwen/Qwen2.5-7B", "--tp-size", "2", "--mem-fraction-static", "0.8", "--context-length", "8192")
     assert plan["engine"]["name"] == "sglang" and plan["engine"]["gpu_memory_utilization"] == 0.8
-    # SGLang, per rank: pool = total - weights - total x (1 - 0.8). H100 total 85,018,877,624 B; weights
-    # 7,615,616,512 params x 2 B / TP 2 = 7,615,616,512 B; held back int(85,018,877,624 x 0.2) = 17,003,775,524;
-    # pool 60,399,485,588 B in 1-token pages of 2 x 28 layers x (4 KV heads / 2) x 128 x 2 B = 28,672 B
+    # SGLang, per rank: pool = free after load - free before load x (1 - 0.8). H100 total 85,018,877,624 B less the
+    # 0.61 GiB CUDA context (654,982,512) = 84,363,895,112 B free before load; weights 7,615,616,512 params x 2 B /
+    # TP 2 = 7,615,616,512 B; held back 84,363,895,112 x 0.2 = 16,872,779,022.4;
+    # pool int(84,363,895,112 - 7,615,616,512 - 16,872,779,022.4) = 59,875,499,577 B in 1-token pages of
+    # 2 x 28 layers x (4 KV heads / 2) x 128 x 2 B = 28,672 B
     assert plan["memory"]["weights_bytes"] == 7_615_616_512
-    assert plan["memory"]["kv_cache_bytes"] == 60_399_485_588
-    assert plan["capacity"]["num_blocks"] == 60_399_485_588 // 28_672 == 2_106_566
+    assert plan["memory"]["kv_cache_bytes"] == 59_875_499_577
+    assert plan["capacity"]["num_blocks"] == 59_875_499_577 // 28_672 == 2_088_291
 
 
 def test_config_file_and_explicit_flags(tmp_path):

@@ -143,25 +143,26 @@ def test_tp_lever_never_proposes_a_size_that_does_not_divide_the_heads():
 # --- c. SGLang's defaults ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("gpu, chunked, fraction, reserve, pool", [
-    # rtx3090: 25,297,357,373 B = 24,125.44 MiB (23.56 GiB < 35): chunked 2048, graph bs 24;
-    #   reserved 512 + 1.5 x 2048 + 2 x 24 + 1/8 x 1024 = 3,760 MiB; (24,125.44 - 3,760) / 24,125.44 = 0.84415
-    #   -> 0.844; reserve int(25,297,357,373 x 0.156) = 3,946,387,750;
-    #   pool 25,297,357,373 - 15,231,233,024 - 3,946,387,750 = 6,119,736,599.
-    ("rtx3090", 2048, 0.844, 3_946_387_750, 6_119_736_599),
-    # l40s: 47,803,531,264 B = 45,589 MiB (44.52 GiB < 60): chunked 4096, graph bs 80;
-    #   reserved 512 + 6,144 + 160 + 128 = 6,944 MiB; 38,645 / 45,589 = 0.84768 -> 0.848;
-    #   reserve int(47,803,531,264 x 0.152) = 7,266,136,752; pool 47,803,531,264 - 15,231,233,024 - 7,266,136,752
-    #   = 25,306,161,488.
-    ("l40s", 4096, 0.848, 7_266_136_752, 25_306_161_488),
-    # h100: 85,018,877,624 B = 81,080.32 MiB (79.18 GiB): chunked 8192, graph bs 160;
-    #   reserved 512 + 12,288 + 320 + 128 = 13,248 MiB; 67,832.32 / 81,080.32 = 0.83661 -> 0.837;
-    #   reserve int(85,018,877,624 x 0.163) = 13,858,077,052; pool 85,018,877,624 - 15,231,233,024 - 13,858,077,052
-    #   = 55,929,567,548.
-    ("h100", 8192, 0.837, 13_858_077_052, 55_929_567_548),
+    # SGLang sizes its defaults by nvidia-smi's total (kvplan/data/gpus.json nvml_total_mib) and holds back
+    # (1 - fraction) of the memory free before loading: the CUDA total less the 0.61 GiB context (654,982,512 B).
+    # rtx3090: 24,576 MiB (< 35 GiB): chunked 2048, graph bs 24; reserved 512 + 1.5 x 2048 + 2 x 24 + 1/8 x 1024
+    #   = 3,760 MiB; 20,816 / 24,576 = 0.84701 -> 0.847; free before load 25,297,357,373 - 654,982,512
+    #   = 24,642,374,861; reserve int(24,642,374,861 x 0.153) = 3,770,283,353;
+    #   pool int(24,642,374,861 - 15,231,233,024 - 3,770,283,353.73) = 5,640,858,483.
+    ("rtx3090", 2048, 0.847, 3_770_283_353, 5_640_858_483),
+    # l40s: 46,068 MiB (< 60 GiB): chunked 4096, graph bs 32; reserved 512 + 6,144 + 64 + 128 = 6,848 MiB;
+    #   39,220 / 46,068 = 0.85135 -> 0.851; free before load 47,148,548,752; reserve int(x 0.149) = 7,025,133,764;
+    #   pool int(47,148,548,752 - 15,231,233,024 - 7,025,133,764.05) = 24,892,181,963.
+    ("l40s", 4096, 0.851, 7_025_133_764, 24_892_181_963),
+    # h100: 81,559 MiB (60-90 GiB, TP < 4): chunked 8192, graph bs 256; reserved 512 + 12,288 + 512 + 128
+    #   = 13,440 MiB; 68,119 / 81,559 = 0.83521 -> 0.835; free before load 84,363,895,112;
+    #   reserve int(x 0.165) = 13,920,042,693; pool int(84,363,895,112 - 15,231,233,024 - 13,920,042,693.48)
+    #   = 55,212,619,394.
+    ("h100", 8192, 0.835, 13_920_042_693, 55_212_619_394),
 ])
 def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, reserve, pool):
-    # Rule: kvplan/engines/sglang.py (SGLang server_args' mem_fraction_static heuristic); Qwen2.5-7B weights
-    # 7,615,616,512 x 2 = 15,231,233,024 B; page size 1, 57,344 B per token.
+    # Rule: kvplan/engines/sglang.py (SGLang server_args' mem_fraction_static heuristic, ModelRunner
+    # profile_max_num_token); Qwen2.5-7B weights 7,615,616,512 x 2 = 15,231,233,024 B; page size 1, 57,344 B per token.
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", gpu, "--engine", "sglang",
                                  "--max-model-len", "8192")
     assert result.returncode == 0
@@ -169,7 +170,7 @@ def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, rese
     assert plan["engine"]["gpu_memory_utilization"] == fraction
     assert plan["memory"]["reserve_bytes"] == reserve
     assert plan["memory"]["kv_cache_bytes"] == pool
-    assert plan["capacity"]["tokens"] == pool // 57_344  # 106,719 / 441,304 / 975,334 with page size 1
+    assert plan["capacity"]["tokens"] == pool // 57_344  # 98,368 / 434,085 / 962,831 with page size 1
 
 
 # --- d. TensorRT-LLM's runtime buffers ---------------------------------------------------------------------------
@@ -177,12 +178,13 @@ def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, rese
 @pytest.mark.parametrize("extra, runtime, pool, blocks", [
     # default max_batch_size 2048, capped at 1024 sequences in the sampler term:
     #   int(3.79 x 1024 x 128,256 x 4) + 128,849,018 = 1,991,025,623 + 128,849,018 = 2,119,874,641
-    #   free 85,018,877,624 - 16,060,522,496 - 2,119,874,641 = 66,838,480,487; pool int(x 0.9) = 60,154,632,438
-    #   blocks 60,154,632,438 // (32 x 131,072 = 4,194,304) = 14,341
-    ((), 2_119_874_641, 60_154_632_438, 14_341),
+    #   free 85,018,877,624 - 16,060,522,496 - 2,119,874,641 - 654,982,512 (CUDA context) = 66,183,497,975;
+    #   x 0.8999999761581421 (0.9 as a C++ float) = 59,565,146,599 -> // 131,072 = 454,446 tokens
+    #   -> rounded up to 14,202 blocks of 32 = 59,567,505,408 B
+    ((), 2_119_874_641, 59_567_505_408, 14_202),
     # --max-num-seqs 512: int(3.79 x 512 x 128,256 x 4) + 128,849,018 = 995,512,811 + 128,849,018 = 1,124,361,829
-    #   free 67,834,993,299 -> pool 61,050,593,969 // 4,194,304 = 14,555
-    (("--max-num-seqs", "512"), 1_124_361_829, 61_050_593_969, 14_555),
+    #   free 67,179,010,787 -> 60,461,108,106 -> 461,281 tokens -> 14,416 blocks = 60,465,086,464 B
+    (("--max-num-seqs", "512"), 1_124_361_829, 60_465_086_464, 14_416),
 ])
 def test_trtllm_runtime_buffers_llama8b_h100(extra, runtime, pool, blocks):
     # TensorRT-LLM (kvplan/engines/trtllm.py): runtime buffers today = the vLLM v0.21+ activation model with

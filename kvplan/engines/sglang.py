@@ -1,21 +1,158 @@
-"""SGLang: the pool is what is left after weights once a fixed share of total memory, 1 - mem_fraction_static,
-is held back for activations and CUDA graphs (ModelRunner.profile_max_num_token). Pages are 1 token."""
+"""SGLang: the KV pool is the memory free after the weights are loaded, less (1 - mem_fraction_static) of the memory
+that was free before loading, divided by the per-token cell size and aligned to the page size.
+
+Sources (sgl-project/sglang, read in stored copies):
+- python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (v0.5.6-v0.5.9): profile_max_num_token,
+  set_num_tokens_hybrid_swa, init_memory (max_total_tokens cap, then page alignment).
+- python/sglang/srt/mem_cache/kv_cache_configurator.py + model_executor/pool_configurator.py (the later split of
+  the same rule: _profile_available_bytes, DefaultPoolConfigurator, HybridSWAPoolConfigurator), and its
+  _handle_max_mamba_cache, which budgets the pool's padding slot (v0.5.9's handle_max_mamba_cache did not).
+- python/sglang/srt/server_args.py _handle_gpu_memory_settings (v0.5.x, after PR #10975): the default
+  mem_fraction_static, chunked_prefill_size and cuda_graph_max_bs by GPU size.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvplan.engines import common
 from kvplan.engines.base import Target
-from kvplan.plan import EngineSettings, Memory
-from kvplan.units import GiB, MiB
+from kvplan.errors import KvplanError
+from kvplan.models.layers import RecurrentState, StateOnly
+from kvplan.plan import EngineSettings, GpuChoice, Memory
+from kvplan.units import GiB, MiB, dtype_bytes
+
+# Memory the CUDA context takes before the engine measures "free before load": llm-d measured 78.57 GiB free at
+# startup of 79.18 GiB on an H100 (the h100-sxm memory_source in kvplan/data/gpus.json). One GPU, no NCCL:
+# communicators of TP > 1 take more, which kvplan does not model.
+CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
+# server_args defaults: the share of the rest memory given to Mamba states when --max-mamba-cache-size is not set,
+# and the SWA pool's size relative to the full-attention pool.
+MAMBA_FULL_MEMORY_RATIO = 0.9
+MAMBA_SSM_BYTES = 4  # mamba_ssm_dtype float32, where the config names none
+SWA_FULL_TOKENS_RATIO = 0.8
+
+# (GPU memory below this many MiB, chunked_prefill_size, cuda_graph_max_bs at TP < 4, at TP >= 4)
+_GPU_BUCKETS = (
+    (20 * 1024, 2048, 8, 8),  # T4, 4080
+    (35 * 1024, 2048, 24, 80),  # A10, 4090, 5090
+    (60 * 1024, 4096, 32, 160),  # A100 40GB, L40
+    (90 * 1024, 8192, 256, 512),  # H100, A100 80GB
+    (160 * 1024, 8192, 256, 512),  # H20, H200
+)
+_LARGEST_GPU = (16384, 512)  # B200, MI300: one choice at every TP
+# MiB more for speculative decoding: a standalone draft model, none for n-gram lookup, 2 GiB for EAGLE / MTP heads
+_DRAFT_RESERVE_MIB = {"STANDALONE": 6 * 1024, "NGRAM": 0}
 
 
-def default_mem_fraction(total_bytes: int, tp: int, pp: int) -> tuple[float, int, int]:
-    """server_args' heuristic: reserve MB = 512 + 1.5 x chunked-prefill size + 2 x CUDA-graph batch size +
-    1024 per 8 GPUs. Returns (fraction, chunked prefill size, cuda graph max bs)."""
-    gib = total_bytes / GiB
-    chunked, graph_bs = (2048, 24) if gib < 35 else (4096, 80) if gib < 60 else (8192, 160)
-    reserved_mib = 512 + 1.5 * max(chunked, 2048) + 2 * graph_bs + tp * pp / 8 * 1024
-    return round((total_bytes / MiB - reserved_mib) / (total_bytes / MiB), 3), chunked, graph_bs
+def gpu_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
+    """server_args' chunked_prefill_size and cuda_graph_max_bs for a GPU of gpu_mib MiB."""
+    for below, chunked, small_tp, large_tp in _GPU_BUCKETS:
+        if gpu_mib < below:
+            return chunked, small_tp if tp < 4 else large_tp
+    return _LARGEST_GPU
+
+
+def default_mem_fraction(gpu_mib: float, tp: int, pp: int, chunked: int, graph_bs: int,
+                         attention_dp: int = 1, speculative: str | None = None) -> float:
+    """server_args' mem_fraction_static when none is given: reserve MiB for activations, CUDA graphs and parallel
+    buffers, at least 10 GiB on GPUs above 60 GiB, more for a speculative draft."""
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if attention_dp > 1:
+        reserved += graph_bs * attention_dp * 3 + (graph_bs * attention_dp * 1.5 if graph_bs > 300 else 0)
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if speculative is not None:
+        reserved += _DRAFT_RESERVE_MIB.get(speculative.upper(), 2 * 1024)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int = 1024) -> float:
+    """server_args' adjust_mem_fraction_for_vlm: a default fraction lowered for a vision tower, by 5% and by 10% per
+    doubling of its layers x hidden^2 over a ViT-L/14's (24 x 1024^2), the second factor kept within 0.8-1.05."""
+    complexity = vit_layers * vit_hidden_size ** 2 / (24 * 1024 ** 2)
+    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (complexity - 1.0)))
+    return fraction * factor  # in SGLang's order of operations: the logs print this float exactly
+
+
+def rest_bytes(free_before_load: float, free_after_load: float, fraction: float) -> int:
+    """profile_max_num_token: memory free after loading, less the non-static share of what was free before."""
+    return int(free_after_load - free_before_load * (1 - fraction))
+
+
+def mamba_pool(rest: int, state_bytes_per_request: int, ratio: float = MAMBA_FULL_MEMORY_RATIO,
+               given: int | None = None) -> tuple[int, int]:
+    """_handle_max_mamba_cache: the Mamba state slots (--max-mamba-cache-size, or as many as fit in the share
+    `ratio` : 1 of the rest memory between states and the full-attention KV pool) and the bytes the pool takes,
+    one padding slot included. Returns (slots, bytes)."""
+    if given is None:
+        budget = rest * ratio / (1 + ratio)
+        given = max(int((budget - state_bytes_per_request) // state_bytes_per_request), 0)
+    return given, (given + 1) * state_bytes_per_request
+
+
+def pool_tokens(rest: int, cell_bytes: int, page_size: int = 1, cap: int | None = None) -> int:
+    """max_total_num_tokens: whole cells in the rest memory, capped by --max-total-tokens, in whole pages."""
+    tokens = max(rest, 0) // cell_bytes
+    if cap is not None:
+        tokens = min(tokens, cap)
+    return tokens // page_size * page_size
+
+
+def swa_split(tokens: int, full_cell: int, swa_cell: int, ratio: float = SWA_FULL_TOKENS_RATIO,
+              page_size: int = 1) -> tuple[int, int]:
+    """set_num_tokens_hybrid_swa: the memory of `tokens` cells of every layer, re-split so that the sliding-window
+    pool holds `ratio` times the full pool's tokens (cells summed over each kind's layers). Returns
+    (full_layer_tokens, swa_layer_tokens)."""
+    full = int(tokens * (full_cell + swa_cell) / (full_cell + ratio * swa_cell))
+    return full // page_size * page_size, swa_tokens(full, ratio, page_size)
+
+
+def swa_tokens(full_tokens: int, ratio: float = SWA_FULL_TOKENS_RATIO, page_size: int = 1) -> int:
+    """The sliding-window pool: `ratio` times the full-attention pool, in whole pages."""
+    return int(full_tokens * ratio) // page_size * page_size
+
+
+def gpu_mib(gpu: GpuChoice) -> float:
+    """The GPU memory server_args sizes its defaults by (nvidia-smi's total, in MiB), or the CUDA total."""
+    from kvplan.hardware import find_gpu
+
+    try:
+        found = find_gpu(gpu.id)
+    except KvplanError:
+        found = None
+    if found is not None and found.id == gpu.id and found.nvml_total_mib:
+        return float(found.nvml_total_mib)
+    return gpu.memory_bytes / MiB
+
+
+def _speculative_algorithm(target: Target) -> str | None:
+    config = target.deployment.speculative_config or {}
+    method = config.get("method") or ("draft_model" if config.get("model") else None)
+    if method is None:
+        return None
+    return "STANDALONE" if method == "draft_model" else str(method)
+
+
+def _vision_tower(target: Target) -> tuple[int, int] | None:
+    """(layers, hidden size) of the model's vision tower, where the spec records them."""
+    layers, hidden = getattr(target.spec, "vision_layers", None), getattr(target.spec, "vision_hidden_size", None)
+    return (int(layers), int(hidden)) if layers and hidden else None
+
+
+def state_bytes_per_request(target: Target) -> int:
+    """One request's Mamba / linear-attention state on one rank: the conv state in the served dtype, the SSM state
+    in the config's mamba_ssm_dtype or float32 (server_args' mamba_ssm_dtype default)."""
+    spec, dep = target.spec, target.deployment
+    served = dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0])
+    total = 0
+    for layer in spec.layers:
+        if isinstance(layer, RecurrentState):
+            sized = replace(layer, conv_bytes=served, ssm_bytes=layer.ssm_bytes or MAMBA_SSM_BYTES)
+            total += sized.state_page_bytes(dep.tensor_parallel_size)
+        elif isinstance(layer, StateOnly):  # a state the config does not size: its bytes where known
+            total += -(-(layer.state_bytes or 0) // dep.tensor_parallel_size)
+    return total
 
 
 class Sglang:
@@ -27,26 +164,52 @@ class Sglang:
 
     def settings(self, target: Target) -> EngineSettings:
         dep, gpu = target.deployment, target.gpu
-        fraction, chunked, _ = default_mem_fraction(gpu.memory_bytes, dep.tensor_parallel_size,
-                                                    dep.pipeline_parallel_size)
+        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        mib = gpu_mib(gpu)
+        chunked, graph_bs = gpu_defaults(mib, tp)
+        chunked = dep.max_num_batched_tokens or chunked
+        fraction = dep.gpu_memory_utilization
+        if fraction is None:
+            # with no GPU size known server_args falls back to 0.88
+            fraction = default_mem_fraction(mib, tp, pp, chunked, graph_bs, speculative=_speculative_algorithm(
+                target)) if mib > 0 else 0.88
+            tower = _vision_tower(target)
+            if tower is not None:
+                fraction = vlm_mem_fraction(fraction, *tower)
         return EngineSettings(
-            "sglang", self.label, self.kv_log, dep.engine_version, dep.gpu_memory_utilization or fraction,
-            dep.block_size or 1, common.check_max_model_len(target.spec, dep), dep.max_num_seqs,
-            dep.max_num_batched_tokens or chunked, utilization_knob="mem_fraction_static",
-            length_knob="context_length", token_cap=dep.max_total_tokens)
+            "sglang", self.label, self.kv_log, dep.engine_version, fraction, dep.block_size or 1,
+            common.check_max_model_len(target.spec, dep), dep.max_num_seqs, chunked,
+            utilization_knob="mem_fraction_static", length_knob="context_length", token_cap=dep.max_total_tokens)
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         dep, total = target.deployment, target.gpu.memory_bytes
-        held_back = int(total * (1 - (settings.gpu_memory_utilization or 1)))
-        pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else \
-            total - weights_bytes - held_back
-        return Memory(total, total - held_back, weights_bytes, reserve_bytes=held_back, kv_cache_bytes=pool)
+        fraction = settings.gpu_memory_utilization or 1
+        before = max(total - CUDA_CONTEXT_BYTES, 0)
+        held_back = int(before * (1 - fraction))
+        rest = rest_bytes(before, before - weights_bytes, fraction)
+        per_request = state_bytes_per_request(target)
+        if per_request and rest > 0:
+            rest -= mamba_pool(rest, per_request)[1]
+        pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else rest
+        return Memory(total, int(before * fraction), weights_bytes, non_torch_bytes=total - before,
+                      reserve_bytes=held_back, kv_cache_bytes=pool)
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
         given = target.deployment.gpu_memory_utilization is not None
-        return [f"mem_fraction_static {settings.gpu_memory_utilization}"
-                + ("" if given else " (SGLang's default heuristic for this GPU)")]
+        notes = [f"mem_fraction_static {settings.gpu_memory_utilization}"
+                 + ("" if given else " (SGLang's default heuristic for this GPU)")
+                 + f"; held back: {1 - (settings.gpu_memory_utilization or 1):.3f} of the memory free before the "
+                 "weights load"]
+        if not given and target.spec.params.vision and _vision_tower(target) is None:
+            notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
+                         "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
+        per_request = state_bytes_per_request(target)
+        if per_request:
+            notes.append(f"Mamba state pool: {MAMBA_FULL_MEMORY_RATIO} : 1 of the rest memory between states "
+                         f"({per_request:,} B per request per rank, one padding slot more) and the full-attention "
+                         "KV pool")
+        return notes
 
 
 ENGINE = Sglang()

@@ -1,0 +1,136 @@
+"""SGLang and TensorRT-LLM startup logs (kvplan/data/engine_calibration.yaml, each entry with its public source)
+replayed through kvplan's engine rules (kvplan/engines/sglang.py, trtllm.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvplan import engine_calibration as calibration
+from kvplan.engines import sglang, trtllm
+from kvplan.units import GiB
+
+BY_ID = {entry["id"]: entry for entry in calibration.entries()}
+CLOSING = ["S11", "T03", "T06", "T08-1.5B", "T08-0.5B"]
+
+
+@pytest.mark.parametrize("entry_id", CLOSING)
+def test_replay_matches_the_logged_tokens_within_the_print_rounding(entry_id):
+    # The logged memory is printed with 2 decimals (GiB); kvplan's token count at the two ends of that rounding
+    # must bracket the logged one.
+    replay = calibration.replay(BY_ID[entry_id])
+    assert replay.low <= replay.logged <= replay.high, replay
+
+
+def test_trtllm_rounds_the_max_tokens_up_to_whole_blocks_t06():
+    # T06 (TensorRT-LLM memory.md): 0.9f x 70.48 GiB (+-0.005) / 262,144 B per token = 259,817..259,820 tokens;
+    # ceilDiv by 64 = 4,060 blocks = 259,840 tokens, as logged, at both ends (a floor would give 4,059).
+    replay = calibration.replay(BY_ID["T06"])
+    assert replay.low == replay.high == 259_840 == 4_060 * 64
+
+
+def test_trtllm_pytorch_backend_t03():
+    entry = BY_ID["T03"]
+    # kvplan's gpt-oss-120b cell in one flat pool: 36 layers x 8 KV heads x 64 x (K, V) x 2 B = 73,728, the log's
+    # "kv size is 73728".
+    assert calibration.cell_bytes(entry) == entry["kv_bytes_per_token"] == 36 * 8 * 64 * 2 * 2
+    # (119.70 - 113.65) GiB + the 8,224-token estimation pool (606,339,072 B), x 0.8999999761581421
+    # = 5.953 GiB -> 86,700 tokens, +-131 for the two printed figures: the logged 86,711 is inside.
+    available = trtllm.pytorch_available_bytes(119.70 * GiB, 113.65 * GiB, 8224 * 73_728, entry["fraction"])
+    assert trtllm.max_tokens(available, 73_728) == 86_700
+    # the C++ pool: ceilDiv(86,711, 32) = 2,710 blocks = 86,720 tokens ("Adjusted max_seq_len to 86720")
+    assert trtllm.pool_blocks(entry["max_tokens"], 32) * 32 == entry["tokens"] == 86_720
+
+
+def test_trtllm_fraction_is_a_cpp_float():
+    # T03 prints "fraction is set 0.8999999761581421": KvCacheConfig holds 0.9 as a float.
+    assert trtllm.as_float32(0.9) == BY_ID["T03"]["fraction"] == 0.8999999761581421
+
+
+def test_trtllm_cells_of_the_l4_lab_t08():
+    # Qwen2.5-1.5B: 28 layers x 2 KV heads x 128 x (K, V) x 2 B (fp16) = 28,672 B; 0.5B: 24 x 2 x 64 x 2 x 2 = 12,288.
+    # 4,278 and 2,979 blocks of 64 tokens; 273,792 x 28,672 B = 7.311 GiB and 190,656 x 12,288 B = 2.182 GiB, the
+    # logged "Allocated 7.31 GiB" and "2.18 GiB".
+    assert calibration.cell_bytes(BY_ID["T08-1.5B"]) == 28 * 2 * 128 * 2 * 2 == 28_672
+    assert calibration.cell_bytes(BY_ID["T08-0.5B"]) == 24 * 2 * 64 * 2 * 2 == 12_288
+    assert round(273_792 * 28_672 / GiB, 2) == BY_ID["T08-1.5B"]["kv_allocated_gib"]
+    assert round(190_656 * 12_288 / GiB, 2) == BY_ID["T08-0.5B"]["kv_allocated_gib"]
+
+
+def test_t05_log_does_not_match_its_model():
+    # Llama-2-7B with an FP8 KV cache: 32 layers x 32 KV heads x 128 x (K, V) x 1 B = 262,144 B per token; the doc's
+    # allocation line implies 229,376 (7/8 of it), so kvplan's count is far from the log ...
+    entry = BY_ID["T05"]
+    assert calibration.cell_bytes(entry) == 262_144
+    assert not calibration.replay(entry).closes
+    # ... while the engine rule with the log's own per-token size gives its 4,607 blocks: 0.99f x 63.62 GiB
+    # (+-0.005) // 229,376 = 294,812..294,859 tokens; ceilDiv by 64 = 4,607 up to 294,848 tokens.
+    low = trtllm.max_tokens(trtllm.engine_available_bytes(63.615 * GiB, trtllm.as_float32(0.99)), 229_376)
+    assert trtllm.pool_blocks(low, 64) == entry["blocks"] == 4_607
+
+
+def test_sglang_swa_pool_is_the_ratio_of_the_full_pool_in_pages_s11():
+    # S11: int(375,360 x 0.8) = 300,288 = 4,692 pages of 64 ("swa_layer_tokens=300288")
+    assert sglang.swa_tokens(375_360, 0.8, 64) == 300_288
+    # page alignment: int(375,390 x 0.8) = 300,312 -> 300,288 in whole 64-token pages
+    assert sglang.swa_tokens(375_390, 0.8, 64) == 300_288
+
+
+def test_sglang_cell_matches_the_logged_kv_sizes():
+    # S02: 2,658,165 tokens x 6,144 B (24 layers x 2 KV heads x 64 x 2 B, K alone) = 15.21 GiB, the logged K size;
+    # kvplan's cell (K and V) is twice that.
+    assert calibration.cell_bytes(BY_ID["S02"]) == 2 * 6_144
+    assert round(2_658_165 * 6_144 / GiB, 2) == BY_ID["S02"]["k_size_gib"] == 15.21
+    # S03: 2,454,421 x 70,272 B = 160.63 GiB, the logged KV size (MLA: one latent per token on every rank)
+    assert round(2_454_421 * 70_272 / GiB, 2) == BY_ID["S03"]["kv_size_gib"]
+
+
+@pytest.mark.parametrize("entry_id, low_mib, high_mib", [
+    # S02: (35.57 - 36.54 x 0.14) GiB = 30.454 GiB (+-0.0057) -> 2,660,648..2,661,644 cells of 12,288 B, above the
+    # logged 2,658,165 by 29..41 MiB.
+    ("S02", 29, 41),
+    # S03: (209.98 - 283.56 x 0.17396) GiB = 160.652 GiB (+-0.0059) -> 2,454,641..2,454,820 cells of 70,272 B, above
+    # the logged 2,454,421 by 15..27 MiB (TP8: the engine takes the least free memory of the 8 ranks).
+    ("S03", 15, 27),
+])
+def test_sglang_budget_replay_is_short_by_what_is_allocated_after_the_load_line(entry_id, low_mib, high_mib):
+    # SGLang measures free memory again after the weights load (the "Load weight end" line is the nearest print);
+    # the logged pools are a few tens of MiB smaller than the rule gives from the printed figures.
+    replay = calibration.replay(BY_ID[entry_id])
+    assert not replay.closes
+    low, high = replay.gap_mib
+    assert (round(low), round(high)) == (low_mib, high_mib)
+
+
+@pytest.mark.parametrize("entry_id", ["S04", "S05"])
+def test_sglang_mamba_pool_is_the_slots_plus_a_padding_slot(entry_id):
+    # S04: --max-mamba-cache-size 360 -> 361 x 2,949,120 B = 0.99 GiB conv and 361 x 150,994,944 B = 50.77 GiB SSM;
+    # S05: 124 slots chosen -> 125 x ... = 0.34 and 17.58 GiB, as logged (per-request sizes of the Qwen3.5-27B
+    # geometry, which tests/test_sglang_rules.py derives from the config).
+    entry = BY_ID[entry_id]
+    conv, ssm = calibration.state_pool_gib(entry)
+    assert (round(conv, 2), round(ssm, 2)) == (entry["conv_state_gib"], entry["ssm_state_gib"])
+
+
+def test_sglang_hybrid_budget_s05():
+    # S05: free before load 50.01 + 28.47 = 78.48 GiB; rest 50.01 - 78.48 x 0.15 = 38.238 GiB; states' budget
+    # x 0.9 / 1.9 = 18.113 GiB -> int((18.113 - 0.14337) // 0.14337) = 125 slots (the log has 124: its rest was
+    # 0.15 GiB smaller, below the 38.137 GiB that 125 needs), 126 x 153,944,064 B = 18.065 GiB; the KV gets
+    # 20.168..20.178 GiB = 330,435..330,599 cells of 65,536 B, 7..17 MiB more than the logged 330,323.
+    replay = calibration.replay(BY_ID["S05"])
+    assert (replay.low, replay.high) == (330_435, 330_599)
+    assert tuple(round(x) for x in replay.gap_mib) == (7, 17)
+
+
+def test_every_data_entry_has_a_source_and_a_known_kind():
+    kinds = {"sglang_budget", "sglang_swa_split", "sglang_mamba_pool", "trtllm_pytorch", "trtllm_engine"}
+    for entry in calibration.entries():
+        assert entry["source"] and entry["kind"] in kinds, entry["id"]
+
+
+def test_tables_match_docs():
+    # docs/calibration.md carries the tables this model produces; regenerate with benchmarks/calibration.py.
+    docs = (Path(__file__).parent.parent / "docs" / "calibration.md").read_text()
+    replays, residuals = calibration.tables()
+    assert replays in docs and residuals in docs

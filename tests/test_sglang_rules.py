@@ -1,0 +1,139 @@
+"""SGLang's budget rule (kvplan/engines/sglang.py): server_args' defaults and ModelRunner.profile_max_num_token,
+derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import fixture_dict, load_fixture
+
+from kvplan.api import estimate
+from kvplan.deployment import Deployment
+from kvplan.engines import estimate as engines_estimate
+from kvplan.engines import sglang
+from kvplan.engines.base import Target
+from kvplan.models.hf_config import parse_config
+from kvplan.models.model import SpecSource
+from kvplan.plan import GpuChoice
+from kvplan.units import GiB
+
+
+@pytest.mark.parametrize("gpu_mib, tp, defaults", [
+    (23_034, 1, (2048, 24)),  # an L4 (22.5 GiB): under 35 GiB
+    (81_559, 1, (8192, 256)),  # an H100 (79.6 GiB): 60-90 GiB, TP < 4
+    (81_559, 4, (8192, 512)),  # the same at TP 4
+    (183_359, 8, (16384, 512)),  # a B200 (179 GiB): 160 GiB and above
+])
+def test_chunked_prefill_and_cuda_graph_batch_by_gpu_size(gpu_mib, tp, defaults):
+    assert sglang.gpu_defaults(gpu_mib, tp) == defaults
+
+
+def test_default_fraction_reproduces_the_logged_086_on_an_h100_nvl():
+    # S02 (kvplan/data/engine_calibration.yaml) printed mem_fraction_static=0.86 with chunked_prefill_size 8192 and
+    # cuda_graph_max_bs 256 chosen by SGLang. An H100 NVL (nvidia-smi 95,830 MiB) gives exactly those defaults and
+    # reserves 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB: round(82,390 / 95,830, 3) = 0.86.
+    assert sglang.gpu_defaults(95_830, 1) == (8192, 256)
+    assert sglang.default_mem_fraction(95_830, 1, 1, 8192, 256) == 0.86
+
+
+def test_default_fraction_reproduces_the_logged_0826_of_a_vision_model_on_an_mi355x():
+    # S03 (Kimi-K2.5 at TP 8, SGLang v0.5.8 on ROCm) printed mem_fraction_static=0.8260405859375 with chunked prefill
+    # 16384 and CUDA-graph bs 512 chosen by SGLang. An MI355X (294,896 MiB, kvplan/data/gpus.json) gives those
+    # defaults and reserves 512 + 1.5 x 16384 + 2 x 512 + 8 / 8 x 1024 = 27,136 MiB: round(267,760 / 294,896, 3)
+    # = 0.908. A vision tower of MoonViT's size (27 layers of width 1152; assumed: Kimi-K2.5's config is not
+    # bundled) is 27 x 1152^2 / (24 x 1024^2) = 1.423828125 ViT-L/14s: 0.908 x 0.95 x (1 - 0.1 x 0.423828125)
+    # = 0.8260405859375, the logged value to the last digit.
+    assert sglang.gpu_defaults(294_896, 8) == (16384, 512)
+    base = sglang.default_mem_fraction(294_896, 8, 1, 16384, 512)
+    assert base == 0.908
+    assert sglang.vlm_mem_fraction(base, 27, 1152) == 0.8260405859375
+
+
+@pytest.mark.parametrize("chunked, speculative, fraction", [
+    (8192, None, 0.835),  # 13,440 MiB reserved: round(68,119 / 81,559, 3)
+    # 512 + 1.5 x 2048 + 512 + 128 = 4,224 MiB, raised to the 10 GiB floor of GPUs above 60 GiB: 71,319 / 81,559
+    (2048, None, 0.874),
+    (8192, "eagle", 0.81),  # + 2 GiB for a draft model: 15,488 MiB, 66,071 / 81,559 = 0.8101
+    (8192, "ngram", 0.835),  # n-gram speculation loads no draft: nothing added
+])
+def test_default_fraction_on_an_h100(chunked, speculative, fraction):
+    assert sglang.default_mem_fraction(81_559, 1, 1, chunked, 256, speculative=speculative) == fraction
+
+
+def test_pool_is_free_after_load_less_the_held_back_share_of_free_before_load():
+    # Qwen2.5-7B on an H100 (kvplan/data/gpus.json: 85,018,877,624 B, nvidia-smi 81,559 MiB): fraction 0.835.
+    # Free before load = 85,018,877,624 - the 0.61 GiB CUDA context (654,982,512) = 84,363,895,112;
+    # held back int(84,363,895,112 x 0.165) = 13,920,042,693; weights 7,615,616,512 x 2 = 15,231,233,024;
+    # pool int(84,363,895,112 - 15,231,233,024 - 13,920,042,693.48) = 55,212,619,394
+    # -> // 57,344 B per token (28 layers x 4 KV heads x 128 x 2 x 2 B) = 962,831 tokens.
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192)
+    assert plan.engine.gpu_memory_utilization == 0.835
+    assert plan.memory.non_torch_bytes == 654_982_512
+    assert plan.memory.reserve_bytes == 13_920_042_693
+    assert plan.memory.kv_cache_bytes == 55_212_619_394
+    assert plan.capacity.tokens == 962_831
+
+
+@pytest.mark.parametrize("knobs, tokens", [
+    ({"block_size": 64}, 962_816),  # --page-size 64: 962,831 // 64 x 64
+    ({"max_total_tokens": 500_000}, 500_000),  # --max-total-tokens caps the profiled 962,831
+])
+def test_page_alignment_and_token_cap(knobs, tokens):
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192, **knobs)
+    assert plan.capacity.tokens == tokens
+
+
+def test_rest_memory_of_the_s02_log():
+    # S02: 35.57 - 36.54 x (1 - 0.86) = 30.4544 GiB
+    assert sglang.rest_bytes(36.54 * GiB, 35.57 * GiB, 0.86) == int(30.4544 * GiB)
+
+
+def test_mamba_states_take_their_share_of_the_rest():
+    # _handle_max_mamba_cache, no --max-mamba-cache-size: the states' budget is 0.9 / 1.9 of the rest: 19 GiB ->
+    # 9 GiB; slots int((9 GiB - 1 GiB) // 1 GiB) = 8, and the pool holds them plus the padding slot: 9 GiB.
+    assert sglang.mamba_pool(19 * GiB, GiB) == (8, 9 * GiB)
+    # an explicit size wins: 360 slots + 1
+    assert sglang.mamba_pool(19 * GiB, GiB, given=360) == (360, 361 * GiB)
+
+
+def test_state_per_request_in_sglang_dtypes():
+    # Qwen3.5-27B (tests/fixtures/configs/hybrid): 48 Gated DeltaNet layers. SGLang keeps the conv state in the
+    # served bf16, 3 x (2 x 16 x 128 + 48 x 128) x 2 B = 61,440 B, and the recurrent state in mamba_ssm_dtype
+    # float32, 48 x 128 x 128 x 4 B = 3,145,728 B: 48 x 3,207,168 = 153,944,064 B per request (76,972,032 at TP 2).
+    spec = load_fixture("hybrid/qwen3.5-27b.json")
+    for tp, expected in ((1, 153_944_064), (2, 76_972_032)):
+        target = Target(spec, Deployment(engine="sglang", tensor_parallel_size=tp),
+                        GpuChoice("h100-sxm", "H100", 85_018_877_624, tp, "9.0"))
+        assert sglang.state_bytes_per_request(target) == expected
+
+
+def test_swa_split_keeps_the_memory_and_the_ratio():
+    # set_num_tokens_hybrid_swa: 1,000 cells of 100 B full + 100 B sliding = 200,000 B re-split as full x 100 +
+    # 0.8 x full x 100: full = int(200,000 / 180) = 1,111, sliding = int(1,111 x 0.8) = 888.
+    assert sglang.swa_split(1000, 100, 100, 0.8) == (1111, 888)
+    # 64-token pages: 1,111 -> 1,088 and 888 -> 832
+    assert sglang.swa_split(1000, 100, 100, 0.8, 64) == (1088, 832)
+
+
+def test_ssm_state_is_float32_where_the_config_names_no_dtype():
+    # Without mamba_ssm_dtype SGLang still keeps the recurrent state in float32 (its --mamba-ssm-dtype default):
+    # the same 153,944,064 B, not the 48 x (61,440 + 1,572,864) = 78,446,592 B of a bf16 state.
+    config = fixture_dict("hybrid/qwen3.5-27b.json")
+    config["text_config"].pop("mamba_ssm_dtype")
+    spec = parse_config(config, "qwen3.5-27b-no-ssm-dtype", SpecSource("local", "test"))
+    target = Target(spec, Deployment(engine="sglang"), GpuChoice("h100-sxm", "H100", 85_018_877_624, 1, "9.0"))
+    assert sglang.state_bytes_per_request(target) == 153_944_064
+
+
+def test_hybrid_pool_through_the_engine_s05():
+    # S05 (Qwen3.8-27B-FP8, H100, --mem-fraction-static 0.85) with the Qwen3.5-27B geometry it shares: device memory
+    # = the 78.48 GiB free before load + the 0.61 GiB context, weights as measured (28.47 GiB). Rest 78.48 - 28.47 -
+    # 78.48 x 0.15 = 38.238 GiB; the states' budget x 0.9 / 1.9 = 18.113 GiB -> 125 slots of 153,944,064 B, the pool
+    # 126 x 153,944,064 = 19,396,952,064 B (18.065 GiB); the KV pool 20.173 GiB // 65,536 B (16 full-attention layers
+    # x 4 KV heads x 256 x 2 x 2 B) = 330,517 tokens (the log has 330,323: docs/calibration.md, S05).
+    spec = load_fixture("hybrid/qwen3.5-27b.json")
+    total = int(78.48 * GiB) + sglang.CUDA_CONTEXT_BYTES
+    dep = Deployment(engine="sglang", gpu_memory_bytes=total, weights_memory_bytes=int(28.47 * GiB),
+                     gpu_memory_utilization=0.85, max_model_len=8192)
+    plan = engines_estimate(spec, dep, GpuChoice("custom", "custom", total, 1))
+    assert plan.layout.bytes_per_token == 65_536
+    assert plan.capacity.tokens == 330_517
