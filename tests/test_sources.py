@@ -11,6 +11,7 @@ import sys
 import pytest
 from conftest import CONFIGS, fixture_dict
 
+from kvplan.errors import KvplanError
 from kvplan.models import sources
 
 QWEN_7B = CONFIGS / "Qwen__Qwen2.5-7B.json"
@@ -121,3 +122,10 @@ def test_spec_files_marks_the_override(user_spec_dir):
     found = sources.find_spec_file("Qwen/Qwen2.5-7B")
     assert found is not None and found.kind == "user" and found.overrides  # matched case-insensitively
     assert sources.find_spec_file("Qwen/Qwen2.5-3B").overrides is False
+
+
+def test_tilde_naming_no_user_is_not_a_crash():
+    # Path.expanduser raises RuntimeError for "~user" when no such user exists; that is a model name, not a path.
+    with pytest.raises(KvplanError) as caught:
+        sources.resolve("~no-such-user-here/model")
+    assert "~no-such-user-here/model" in str(caught.value)

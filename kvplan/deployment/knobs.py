@@ -59,7 +59,7 @@ KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "float32", "fp8", "fp8_e4m3", 
 QUANTIZATION_METHODS = (
     "awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "gptq_bitblas", "bitblas", "marlin",
     "fp8", "fbgemm_fp8", "ptpc_fp8", "modelopt", "modelopt_fp4", "compressed-tensors", "bitsandbytes",
-    "gguf", "experts_int8", "moe_wna16", "mxfp4", "hqq", "quark", "torchao", "auto-round", "inc", "rtn",
+    "gguf", "experts_int8", "moe_wna16", "mxfp4", "hqq", "quark", "torchao", "auto-round", "auto_round", "inc", "rtn",
     "petit_nvfp4", "fp_quant", "tpu_int8", "ipex", "deepspeedfp",
 )
 

@@ -222,7 +222,10 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
     if not model.strip():
         raise KvplanError("the model is empty; give a bundled id (kvplan models list), a config.json path or a Hub "
                           "repo id")
-    path = Path(model).expanduser()
+    try:
+        path = Path(model).expanduser()
+    except RuntimeError:  # "~user/..." naming no user of this machine: not a local path
+        path = Path(model)
     try:
         exists = path.exists()
     except OSError as exc:  # a name longer than the file system allows, and the like
