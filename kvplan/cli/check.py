@@ -1,14 +1,72 @@
-"""kvplan check (placeholder until its issue lands)."""
+"""kvplan check: parse the options, run the check, render the findings in the chosen format."""
 
 from __future__ import annotations
 
-from kvplan.errors import KvplanError
+from typing import Annotated
 
-HELP = "Not built yet."
+import typer
+
+HELP = "Check deployment files (kvplan's own, vLLM --config, Kubernetes, Helm values, compose, config.json)."
+EPILOG = (
+    "PATH may be a file, a directory (searched for *.yaml, *.yml and config.json) or a glob. Each file's kind is "
+    "read from its content (--kind forces one). Rule ids are stable: KV000 the file itself, KV001-KV006 model, "
+    "flags, values, parallelism and GPU, KV010-KV011 memory, KV020-KV024 the file's requirements, KV030 the GPU "
+    "count, KV040-KV043 warnings, KV050 config.json; --select KV01 keeps KV010-KV019, --ignore KV041 drops one; "
+    "--list-rules lists them with their fixes. The GPU comes from the file (a deployment's gpu, "
+    "kvplan: {gpu: ...}, a node selector on nvidia.com/gpu.product), else --gpu; without one, the rules that need "
+    "it are skipped.  Examples:  kvplan check deploy/ · kvplan check --gpu h100 serve.yaml · "
+    "kvplan check 'k8s/**/*.yaml' --format github.  "
+    "Exit codes: 0 every rule passes (warnings allowed); 1 a rule failed; 2 a file cannot be read or is invalid."
+)
+
+TAKES_PASTED = False
+
+FORMATS = ("text", "json", "github", "junit", "sarif")
 
 
-def check() -> int:
-    raise KvplanError("kvplan check is not built yet")
+def check(
+    paths: Annotated[list[str] | None, typer.Argument(help="Files, directories or globs.", show_default=False)] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU for files that name none (catalogue id).")] = None,
+    output_format: Annotated[str, typer.Option("--format", help="text, json, github, junit or sarif.")] = "text",
+    select: Annotated[str | None, typer.Option("--select", help="Only these rule ids or prefixes, comma-separated.")] = None,
+    ignore: Annotated[str | None, typer.Option("--ignore", help="Drop these rule ids or prefixes, comma-separated.")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Read every file as this kind: deployments, "
+                                             "vllm-config, kubernetes, helm-values, compose, hf-config.")] = None,
+    schema: Annotated[bool, typer.Option("--schema", help="Print the deployment file's JSON Schema and exit.")] = False,
+    list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
+) -> int:
+    import sys
+
+    from kvplan.errors import KvplanError
+
+    if schema:
+        from kvplan.check.requirements import check_file_schema
+        from kvplan.cli.output import print_json
+
+        print_json(check_file_schema())
+        return 0
+    if list_rules:
+        from kvplan.check.reporters import rule_table
+
+        sys.stdout.write(rule_table())
+        return 0
+    if output_format not in FORMATS:
+        raise KvplanError(f"unknown format {output_format!r}; choose from {', '.join(FORMATS)}", "--format")
+    if not paths:
+        raise KvplanError("no files to check: give files, directories or globs", "kvplan check")
+
+    from kvplan.check import Options, check_paths
+    from kvplan.check.findings import exit_code
+    from kvplan.check.reporters import REPORTERS
+
+    options = Options(gpu, kind, _codes(select), _codes(ignore))
+    report = check_paths(list(paths), options)
+    sys.stdout.write(REPORTERS[output_format]().render(report))
+    return exit_code(report.findings)
+
+
+def _codes(text: str | None) -> list[str]:
+    return [code.strip() for code in (text or "").split(",") if code.strip()]
 
 
 COMMAND = check

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from kvplan.deployment.declaration import BY_NAME, DOOR, Deployment, knobs
@@ -154,11 +155,16 @@ class Draft:
 def field_for(key: str, engine: str = "vllm") -> Knob | None:
     """The knob a key names in any of its spellings: field name, flag with dashes or underscores, an alias,
     or this engine's own name for it."""
-    normal = key.strip().lstrip("-").replace("_", "-").lower()
+    return _spelling_index(engine).get(key.strip().lstrip("-").replace("_", "-").lower())
+
+
+@cache
+def _spelling_index(engine: str) -> dict[str, Knob]:
+    index: dict[str, Knob] = {}
     for knob in knobs():
-        if normal in knob.spellings(engine):
-            return knob
-    return None
+        for spelling in knob.spellings(engine):
+            index.setdefault(spelling, knob)  # the first knob that claims a spelling keeps it, as the scan did
+    return index
 
 
 def all_spellings(engine: str = "vllm") -> list[str]:

@@ -1,0 +1,138 @@
+"""One deployment found in a file, before it is built: its name, where its keys are, how to build its Draft, and
+what the file says around it (GPU count, image, requirements). File kinds produce Items; the runner builds and
+checks them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from kvplan.deployment.knobs import Knob
+from kvplan.deployment.values import Draft
+from kvplan.errors import KvplanError
+
+# The rules a flag or value problem found while building falls under (check.rules declares them).
+KNOWN_FLAGS, CURRENT_FLAGS, VALID_VALUES = "KV002", "KV003", "KV004"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A flag or value the engine would refuse, under the rule it breaks; key: where it is in the file."""
+
+    rule: str
+    message: str
+    key: str | None = None
+
+
+@dataclass(eq=False)
+class Built:
+    draft: Draft
+    problems: list[Problem] = field(default_factory=list)
+
+
+FLOATING_TAGS = ("latest", "nightly", "main")
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image reference; the tag pins the engine version when it reads as one (v0.10.1)."""
+
+    reference: str
+
+    @property
+    def tag(self) -> str | None:
+        name = self.reference.split("@", 1)[0]
+        last = name.rsplit("/", 1)[-1]
+        return last.split(":", 1)[1] if ":" in last else None
+
+    @property
+    def serves_vllm(self) -> bool:
+        """vLLM's own server image, whose tags are vLLM releases."""
+        from kvplan.deployment.launch import DOCKER_IMAGES
+
+        name = self.reference.split("@", 1)[0]
+        if ":" in name.rsplit("/", 1)[-1]:
+            name = name.rsplit(":", 1)[0]
+        return any(name == known or name.endswith("/" + known) for known in DOCKER_IMAGES)
+
+    @property
+    def version(self) -> str | None:
+        """The vLLM release a vLLM image's tag names (v0.10.1 -> 0.10.1)."""
+        match = re.match(r"^v?(\d+\.\d+(\.\d+)?)", self.tag or "")
+        return match.group(1) if match and self.serves_vllm else None
+
+    @property
+    def floating(self) -> bool:
+        """No tag, or one that moves with each release (latest, nightly); a digest pins it."""
+        if "@" in self.reference:
+            return False
+        tag = (self.tag or "latest").lower()
+        return tag.startswith(FLOATING_TAGS)
+
+
+@dataclass(eq=False)
+class Item:
+    """A deployment as a file states it."""
+
+    name: str
+    line: int | None
+    engine: str
+    build: Callable[[], Built]
+    lines: dict[str, int] = field(default_factory=dict)  # knob field, flag (dash form) or file key -> line
+    requirements: dict[str, Any] = field(default_factory=dict)  # raw, validated by the runner
+    defaults: dict[str, tuple[Any, str]] = field(default_factory=dict)  # knob -> (raw, where): the file's kvplan: GPU
+    gpu_count: int | None = None  # what the manifest gives the pod (limits, requestGPU, compose devices)
+    image: Image | None = None
+    flags: tuple[str, ...] = ()  # engine flags as given, dash form without dashes
+    version: str | None = None  # engine version pinned by the image tag or the file
+    gpu_notes: tuple[str, ...] = ()  # why the GPU the file names could not be used (a product not catalogued)
+    model_config: str | None = None  # a Hugging Face config.json to check as a model, not a deployment
+
+    def line_of(self, key: str | None) -> int | None:
+        if key is None:
+            return self.line
+        for spelling in (key, key.replace("_", "-"), key.replace("-", "_")):
+            if spelling in self.lines:
+                return self.lines[spelling]
+        return self.line
+
+
+@lru_cache(maxsize=4096)
+def knob_for(key: str, engine: str = "vllm") -> Knob | None:
+    """deployment.values.field_for, remembered: a fleet spells the same keys in every file."""
+    from kvplan.deployment.values import field_for
+
+    return field_for(key, engine)
+
+
+def flag_name(token: str) -> str:
+    """A flag as typed (--max_model_len=4096, -tp) in the dash form the catalogues use (max-model-len, tp)."""
+    body = token.strip().lstrip("-").split("=", 1)[0].split(".", 1)[0]
+    return body.replace("_", "-").lower() if token.startswith("--") else body
+
+
+def flag_problem(exc: KvplanError, engine: str, name: str | None = None) -> Problem:
+    """The rule a flag error breaks, from what the engine's catalogue says of the flag: one it renamed or
+    removed (KV003), one it has but with a bad value (KV004), or one it does not know (KV002)."""
+    from kvplan.deployment.launch import flag_table
+
+    name = name or flag_name(exc.where or "")
+    table = flag_table(engine)
+    known = (getattr(table, kind, {}) for kind in ("INERT", "NOTED", "KNOBS", "ALIASES"))
+    if name in getattr(table, "RENAMED", {}):
+        rule = CURRENT_FLAGS
+    elif knob_for(name, engine) is not None or any(name in flags for flags in known) or is_short_flag(name, engine):
+        rule = VALID_VALUES
+    else:
+        rule = KNOWN_FLAGS
+    return Problem(rule, str(exc), name)
+
+
+def is_short_flag(name: str, engine: str) -> bool:
+    from kvplan.deployment.declaration import knobs
+    from kvplan.deployment.launch import flag_table
+
+    return any(name in knob.short for knob in knobs()) or name in getattr(flag_table(engine), "SHORT", {})

@@ -1,0 +1,295 @@
+"""kvplan check's one pass: find the files, read each into Items by its kind, build each Deployment through
+the same path as kvplan estimate (deployment builders, api.gpu_choices, the model sources, engines.estimate),
+and let every selected rule judge it. A bad file is reported and the others are still checked."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from kvplan.check.findings import ERROR, FILE_RULE, Finding
+from kvplan.check.item import VALID_VALUES, Item, Problem
+from kvplan.check.rules import (
+    ENGINE,
+    FLAGS,
+    GPU,
+    MODEL,
+    PLAN,
+    VALUES,
+    Context,
+    GpuKnown,
+    ModelConfigComplete,
+    ModelResolvable,
+    ParallelAccepted,
+    Rule,
+    selected,
+)
+from kvplan.errors import KvplanError
+
+if TYPE_CHECKING:
+    from kvplan.check.kinds import FileKind
+    from kvplan.deployment import Deployment
+    from kvplan.models.model import ModelSpec
+    from kvplan.plan import GpuChoice, Plan
+
+
+@dataclass(eq=False)
+class Options:
+    gpu: str | None = None  # for files that name no GPU
+    kind: str | None = None  # force this kind on every file
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+    deployments: int = 0
+    skipped_files: list[str] = field(default_factory=list)  # files of no kind check reads
+
+
+class Planner:
+    """Model specs and plans, each computed once per identical request: a fleet repeats its set-ups."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, ModelSpec | KvplanError] = {}
+        self.plans: dict[tuple[str, GpuChoice, tuple[int, ...]], Plan] = {}
+
+    def spec(self, dep: Deployment) -> ModelSpec:
+        from kvplan.api import load_model
+
+        assert dep.model is not None
+        key = json.dumps([dep.model, dep.revision, dep.hf_overrides], sort_keys=True, default=str)
+        if key not in self.specs:
+            try:
+                self.specs[key] = load_model(dep.model, dep.revision, None, dep.hf_overrides)
+            except KvplanError as exc:
+                self.specs[key] = exc
+        found = self.specs[key]
+        if isinstance(found, KvplanError):
+            raise found
+        return found
+
+    def plan(self, dep: Deployment, spec: ModelSpec, gpu: GpuChoice, ladder: tuple[int, ...]) -> Plan:
+        from kvplan.api import draft_model
+        from kvplan.engines import estimate
+
+        key = (json.dumps(dep.to_dict(), sort_keys=True, default=str), gpu, ladder)
+        if key not in self.plans:  # errors are not kept: their message names this deployment's keys
+            self.plans[key] = estimate(spec, dep, gpu, ladder, draft_model(dep))
+        return self.plans[key]
+
+
+def check_paths(paths: list[str], options: Options) -> Report:
+    from kvplan.check.discover import discover
+
+    rules = selected(options.select, options.ignore)
+    forced = None
+    if options.kind is not None:
+        from kvplan.check.kinds import kind_named
+
+        forced = kind_named(options.kind)
+    report = Report()
+    planner = Planner()
+    for found in discover(paths):
+        report.files += 1
+        if found.error is not None:
+            report.findings.append(Finding(found.path, None, FILE_RULE, ERROR, found.error.message))
+            continue
+        try:
+            items = read_items(found.path, forced)
+        except KvplanError as exc:
+            report.findings.append(Finding(found.path, None, FILE_RULE, ERROR, _file_message(exc, found.path),
+                                           getattr(exc, "line", None)))
+            continue
+        if items is None:
+            report.skipped_files.append(found.path)
+            continue
+        for item in items:
+            report.deployments += 1
+            for ctx in contexts(item, options, planner):
+                report.findings.extend(judge(ctx, rules, found.path))
+    return report
+
+
+def _file_message(exc: KvplanError, path: str) -> str:
+    """The error without the file's own name in front (the finding names the file)."""
+    where = exc.where or ""
+    if where == path:
+        return exc.message
+    located = re.sub(r"^\d+: ", "", where.removeprefix(path + ":").lstrip())  # the finding carries the line
+    return f"{located}: {exc.message}" if where else exc.message
+
+
+def read_items(path: str, forced: FileKind | None) -> list[Item] | None:
+    """The Items of every document of the file; None when no document is of a kind check reads."""
+    from kvplan.check.discover import load_sources
+    from kvplan.check.kinds import kinds
+
+    items: list[Item] = []
+    recognised = False
+    for source in load_sources(path):
+        if source.document is None:
+            continue
+        kind = forced or next((k for k in kinds() if k.detect(source.document)), None)
+        if kind is None:
+            continue
+        recognised = True
+        items.extend(kind.items(source))
+    return items if recognised else None
+
+
+def judge(ctx: Context, rules: tuple[Rule, ...], path: str) -> list[Finding]:
+    findings = []
+    for rule in rules:
+        if not rule.applies(ctx):
+            continue
+        for outcome in rule.evaluate(ctx):
+            # an error located as "NAME: key" repeats the deployment the finding already names
+            message = outcome.message.removeprefix(f"{ctx.item.name}: ")
+            if outcome.status in ("fail", "warn") and rule.hint:
+                message = f"{message} (fix: {rule.hint})"
+            findings.append(Finding(path, ctx.name, rule.id, outcome.status, message, ctx.item.line_of(outcome.key)))
+    return findings
+
+
+def contexts(item: Item, options: Options, planner: Planner) -> list[Context]:
+    """The item built as far as it goes, once per GPU it names."""
+    if item.model_config is not None:
+        return [_model_config(item)]
+    ctx = Context(item, item.name)
+    requirements, problems = _requirements(item)
+    ctx.requirements = requirements
+    built = item.build()
+    ctx.problems = [*built.problems, *problems]
+    ctx.reached.add(FLAGS)
+    if built.problems:
+        ctx.blocked = "the deployment's flags or keys have errors (KV002-KV004)"
+        return [ctx]
+    draft = built.draft
+    for name, (raw, where) in item.defaults.items():
+        if name not in draft.values:
+            draft.set(name, raw, where)
+    if options.gpu is not None and "gpu" not in draft.values and "gpu_memory_bytes" not in draft.values:
+        draft.set("gpu", options.gpu, "--gpu")
+    try:
+        dep = draft.deployment()
+    except KvplanError as exc:
+        key = next((name for name, (_, where) in draft.values.items() if where == exc.where), None)
+        ctx.problems.append(Problem(VALID_VALUES, str(exc), key))
+        ctx.blocked = "a value is invalid (see KV004)"
+        return [ctx]
+    ctx.dep = dep
+    ctx.reached.add(VALUES)
+    if problems:
+        ctx.blocked = "a requirement is invalid (see KV004)"
+        return [ctx]
+    return _planned(ctx, dep, planner)
+
+
+def _planned(ctx: Context, dep: Deployment, planner: Planner) -> list[Context]:
+    from kvplan.api import gpu_choices
+    from kvplan.plan import GpuChoice
+
+    if dep.model is None:
+        ctx.problems.append(Problem(ModelResolvable.id, "no model given: name one with model: (or the command's model)",
+                                    "model"))
+        ctx.blocked = "no model (see KV001)"
+        return [ctx]
+    choices: list[GpuChoice] = []
+    unknown_gpu = dep.gpu is None and dep.gpu_memory_bytes is None and dep.kv_cache_memory_bytes is None
+    if unknown_gpu:
+        ctx.blocked = "no GPU known: pass --gpu or add kvplan: {gpu: ...} to the file"
+    else:
+        try:
+            choices = gpu_choices(dep)
+        except KvplanError as exc:
+            ctx.problems.append(Problem(GpuKnown.id, str(exc), "gpu"))
+            ctx.blocked = "the GPU is unknown (see KV006)"
+    try:
+        ctx.spec = planner.spec(dep)
+    except KvplanError as exc:
+        ctx.problems.append(Problem(ModelResolvable.id, str(exc), "model"))
+        ctx.blocked = "the model cannot be read (see KV001)"
+        return [ctx]
+    ctx.reached.add(MODEL)
+    if not choices:
+        _engine_rules(ctx, dep, GpuChoice("unknown", "unknown GPU", 0, dep.gpu_count))
+        return [ctx]
+    ctx.reached.add(GPU)
+    ladder = tuple(sorted({at["context"] for at in ctx.requirements.get("min_requests_at", [])}))
+    planned = []
+    for choice in choices:
+        one = replace(ctx, name=ctx.name if len(choices) == 1 else f"{ctx.name} [{choice.id}]", gpu=choice,
+                      problems=list(ctx.problems), reached=set(ctx.reached))
+        try:
+            one.plan = planner.plan(dep, one.spec, choice, ladder)  # type: ignore[arg-type]
+            one.reached.update((ENGINE, PLAN))
+        except KvplanError as exc:
+            one.problems.append(_engine_problem(exc, dep))
+            one.blocked = "the engine would refuse the deployment (KV004, KV005)"
+        planned.append(one)
+    return planned
+
+
+def _engine_rules(ctx: Context, dep: Deployment, gpu: GpuChoice) -> None:
+    """Without a GPU, the engine's own refusals that need only the model: tensor-parallel divisions, a
+    max_model_len beyond the model's own."""
+    from kvplan.deployment.knobs import AUTO
+    from kvplan.deployment.rules import check
+    from kvplan.engines.common import check_max_model_len
+
+    assert ctx.spec is not None
+    try:
+        check(dep, ctx.spec, gpu)
+        if dep.max_model_len != AUTO:
+            check_max_model_len(ctx.spec, dep)
+        ctx.reached.add(ENGINE)
+    except KvplanError as exc:
+        ctx.problems.append(_engine_problem(exc, dep))
+
+
+def _engine_problem(exc: KvplanError, dep: Deployment) -> Problem:
+    """A refusal of the engine, under the rule of the knob it names."""
+    for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+        if exc.where == dep.where(name):
+            return Problem(ParallelAccepted.id, str(exc), name)
+    key = next((name for name in dep.origins if exc.where == dep.where(name)), None)
+    return Problem(VALID_VALUES, str(exc), key)
+
+
+def _requirements(item: Item) -> tuple[dict[str, Any], list[Problem]]:
+    from kvplan.check.requirements import read_requirements
+
+    if not item.requirements:
+        return {}, []
+    values, problems = read_requirements(item.requirements)
+    return values, [Problem(VALID_VALUES, message, key) for key, message in problems]
+
+
+def _model_config(item: Item) -> Context:
+    """A config.json: its spec, KV bytes per token at the dtype it is served in, and its layer layout."""
+    from pathlib import Path
+
+    from kvplan.deployment import Deployment
+    from kvplan.engines.common import model_dtype
+    from kvplan.models.sources import read_local
+    from kvplan.units import dtype_bytes
+
+    ctx = Context(item, item.name)
+    assert item.model_config is not None
+    try:
+        spec = read_local(Path(item.model_config))
+    except KvplanError as exc:
+        ctx.problems.append(Problem(ModelConfigComplete.id, str(exc)))
+        return ctx
+    dtype, _ = model_dtype(spec, Deployment())
+    per_token = spec.kv_bytes_per_token(dtype_bytes(dtype))
+    ctx.spec = spec
+    ctx.model_note = (f"{spec.architecture}: {per_token:,} KV bytes per token in {dtype}; {spec.num_layers} layers "
+                      f"({spec.attention}), {spec.num_kv_heads} KV heads of {spec.head_dim}, max context "
+                      f"{spec.max_context:,}")
+    return ctx
