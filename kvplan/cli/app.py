@@ -62,13 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         args, pasted = args[:split], args[split + 1:]
     try:
         takes_pasted = _register(args)
-        if pasted is not None:
-            if not takes_pasted:
-                raise KvplanError("only a command that builds a deployment (estimate, verify, simulate, size) reads a "
-                                  "launch command after '--'", "--")
-            from kvplan.cli.options import PASTED
+        if pasted is not None and not takes_pasted:
+            raise KvplanError("only a command that builds a deployment (estimate, verify, simulate, size) reads a "
+                              "launch command after '--'", "--")
+        from kvplan.cli.options import PASTED
 
-            PASTED.set(pasted)
+        PASTED.set(pasted)  # every call: an in-process caller's earlier command must not linger
         result = app(args=args, prog_name="kvplan", standalone_mode=False)
     except KvplanError as exc:
         from kvplan.cli.output import error_line
