@@ -1,0 +1,231 @@
+"""Continuous batching as vLLM schedules it, played at block-event granularity. Each step serves the running
+requests first (one token per decoding sequence; a paged one that cannot take its next block preempts the newest
+running request, which is recomputed later), then continues chunked prefills and admits waiting requests first
+come, first served, while max_num_seqs, max_num_batched_tokens and the allocator allow. A prefill's last chunk
+samples the first output token.
+
+Between events (a completion, an arrival, a step in which memory runs out) every step is alike: decoding only.
+Those stretches are handed to the allocator whole, which counts their blocks arithmetically, so the cost grows
+with events, not with tokens times requests."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.simulate.allocators.base import Allocator
+from kvplan.simulate.meter import Meter
+from kvplan.simulate.pool import Pool, StepTime
+from kvplan.simulate.sequence import Seq
+from kvplan.simulate.workload import Workload
+
+
+@dataclass
+class Outcome:
+    name: str
+    completed: int
+    rejected: int
+    preemptions: int
+    meter: Meter
+    finished_at: dict[int, int]  # request id -> the step it finished in
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "completed": self.completed, "rejected": self.rejected,
+                "preemptions": self.preemptions, **self.meter.summary()}
+
+
+def simulate(workload: Workload, pool: Pool, allocator: Allocator, step_time: StepTime | None = None) -> Outcome:
+    """Plays every request of the workload through the allocator. Arrival times need a step time to map them
+    onto steps; without one every request arrives at step 0."""
+    return _Run(workload, pool, allocator, step_time).play()
+
+
+class _Run:
+    def __init__(self, workload: Workload, pool: Pool, allocator: Allocator, step_time: StepTime | None) -> None:
+        self.pool = pool
+        self.max_num_seqs = pool.max_num_seqs
+        self.max_num_batched_tokens = pool.max_num_batched_tokens
+        self.allocator = allocator
+        self.step_time = step_time
+        timed = step_time is not None
+        self.arrivals = deque(sorted(workload.requests, key=lambda r: r.arrival) if timed else workload.requests)
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[int, Seq] = {}  # by admission order: the newest is the last
+        self.prefilling: list[Seq] = []
+        self.ends: list[tuple[int, int, Seq]] = []
+        self.meter = Meter(pool.slots, pool.slot_bytes)
+        self.step = 0
+        self.clock = 0.0
+        self.seats = 0  # sequences running, against max_num_seqs
+        self.decode_tokens = 0
+        self.admitted = 0
+        self.completed = 0
+        self.rejected = 0
+        self.preemptions = 0
+        self.finished_at: dict[int, int] = {}
+        self.refused: tuple[Seq, int] | None = None  # the head that did not fit, and the releases count then
+
+    def play(self) -> Outcome:
+        while self.arrivals or self.waiting or self.running:
+            if self.arrivals:
+                self._arrive()
+            self._event_step()
+            if self.running and not self.prefilling:
+                self._decode_stretch()
+
+        return Outcome(self.allocator.name, self.completed, self.rejected, self.preemptions, self.meter,
+                       self.finished_at)
+
+    def _arrive(self) -> None:
+        arrivals = self.arrivals
+        if not arrivals:
+            return
+        if not self.running and not self.waiting:
+            self.clock = max(self.clock, arrivals[0].arrival)  # idle until the next request: no steps run
+        fits, seats = self.allocator.fits_ever, self.pool.max_num_seqs
+        while arrivals and (self.step_time is None or arrivals[0].arrival <= self.clock):
+            request = arrivals.popleft()
+            if request.sharing.width > seats or not fits(request):
+                self.rejected += 1
+            else:
+                self.waiting.append(Seq(request))
+
+    def _event_step(self) -> None:
+        step, allocator = self.step, self.allocator
+        while not allocator.grow(step):
+            self._preempt_newest()
+        budget = self.max_num_batched_tokens - self.decode_tokens
+        processed = self.decode_tokens
+        finished: list[Seq] = []
+        for seq in self.prefilling:
+            if budget <= 0:
+                break
+            chunk = min(seq.prefill_left, budget)
+            budget -= chunk
+            processed += chunk
+            self._prefill(seq, chunk, finished)
+        waits_for_memory = False
+        waiting = self.waiting
+        while waiting and budget > 0:
+            seq = waiting[0]
+            if self.seats + seq.width > self.max_num_seqs:
+                break
+            refused = self.refused
+            if (refused is not None and refused[0] is seq and refused[1] == allocator.releases) or \
+                    not allocator.admit(seq):
+                if not self.running:  # an empty pool cannot place it: it never will
+                    waiting.popleft()
+                    self.rejected += 1
+                    continue
+                self.refused = (seq, allocator.releases)
+                waits_for_memory = True
+                break
+            waiting.popleft()
+            self.admitted += 1
+            seq.order = self.admitted
+            self.running[seq.order] = seq
+            self.seats += seq.width
+            chunk = seq.prefill_left if seq.prefill_left < budget else budget
+            budget -= chunk
+            processed += chunk
+            allocator.prefill(seq, chunk)
+            seq.prefill_left -= chunk
+            if seq.prefill_left:
+                self.prefilling.append(seq)
+            else:
+                finished.append(seq)
+        if finished:
+            self.prefilling = [seq for seq in self.prefilling if seq.prefill_left]
+        ending = []
+        for seq in finished:
+            seq.start, seq.decoding = step, True
+            allocator.start_decode(seq, step)
+            self.decode_tokens += seq.width
+            end = step + seq.total - seq.prompt - 1
+            if end == step:
+                ending.append(seq)
+            else:
+                heapq.heappush(self.ends, (end, seq.order, seq))
+        self.meter.add_step(step, allocator.usage(), len(self.running), processed, waits_for_memory)
+        ends = self.ends
+        while ends and ends[0][0] <= step:
+            ending.append(heapq.heappop(ends)[2])
+        for seq in ending:
+            if seq.live:
+                self._finish(seq, seq.total)
+                self.completed += 1
+                self.finished_at[seq.request.id] = step
+        if self.step_time is not None:
+            self.clock += self.step_time.seconds(processed)
+        self.step = step + 1
+
+    def _still_refused(self, seq: Seq) -> bool:
+        """The request did not fit, and nothing was released since."""
+        return self.refused is not None and self.refused[0] is seq and self.refused[1] == self.allocator.releases
+
+    def _prefill(self, seq: Seq, chunk: int, finished: list[Seq]) -> bool:
+        self.allocator.prefill(seq, chunk)
+        seq.prefill_left -= chunk
+        if seq.prefill_left:
+            return False
+        finished.append(seq)
+        return True
+
+    def _finish(self, seq: Seq, length: int) -> None:
+        self.allocator.release(seq, length)
+        seq.live = False
+        del self.running[seq.order]
+        self.seats -= seq.width
+        if seq.decoding:
+            self.decode_tokens -= seq.width
+
+    def _preempt_newest(self) -> None:
+        seq = next(reversed(self.running.values()))
+        if seq.decoding:
+            length = seq.length(self.step - 1)
+        else:
+            length = seq.prompt
+            self.prefilling.remove(seq)
+        self._finish(seq, length)
+        self.preemptions += 1
+        # Recompute: a single sequence resumes with what it had generated as part of its prompt; the samples or
+        # beams of a wider request diverged, so it starts over.
+        resumed = Seq(seq.request, length if seq.decoding and seq.width == 1 else None)
+        self.waiting.appendleft(resumed)
+
+    def _decode_stretch(self) -> None:
+        """Runs the decode-only steps up to the next event at once."""
+        if self.step_time is not None and self.arrivals and self.arrivals[0].arrival <= self.clock:
+            return
+        waits_for_memory = False
+        if self.waiting:
+            head = self.waiting[0]
+            if self.seats + head.width <= self.max_num_seqs and self.decode_tokens < self.max_num_batched_tokens:
+                if not self._still_refused(head) and self.allocator.can_admit(head):
+                    return
+                if self.allocator.frees_while_decoding():
+                    return  # step by step: the next freed block may admit it
+                waits_for_memory = True
+        ends = self.ends
+        while ends and not ends[0][2].live:
+            heapq.heappop(ends)
+        steps = ends[0][0] - self.step if ends else 0
+        change = self.allocator.next_change()
+        if change is not None:
+            steps = min(steps, change - self.step)
+        seconds = 0.0
+        if self.step_time is not None:
+            seconds = self.step_time.seconds(self.decode_tokens)
+            if self.arrivals:
+                steps = min(steps, math.ceil((self.arrivals[0].arrival - self.clock) / seconds))
+        if steps <= 0:
+            return
+        ran, total, last = self.allocator.decode_steps(self.step, steps)
+        if ran:
+            self.meter.add(self.step, total, last, ran, len(self.running), ran * self.decode_tokens,
+                           waits_for_memory)
+            self.step += ran
+            self.clock += ran * seconds
