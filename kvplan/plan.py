@@ -7,6 +7,7 @@ from typing import Any
 
 from kvplan.capacity import PoolLayout
 from kvplan.models.model import ModelSpec
+from kvplan.weights import ExpertPlacement
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class EngineSettings:
     state_extra_blocks: int = 0  # blocks a state group holds per request beyond 1 + speculative tokens
     tokens_from_concurrency: bool = False  # with state groups, the logged tokens are concurrency x max_model_len
     hybrid_kv_manager: bool = True  # False: every attention layer caches every token, in one group
+    expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
 
 
 @dataclass(eq=False)
@@ -125,6 +127,9 @@ class Plan:
                    "padding_layers": self.layout.padding_layers},
             "memory": asdict(self.memory),
             "capacity": {**asdict(self.capacity), "ladder": [asdict(rung) for rung in self.capacity.ladder]},
+            # each data-parallel replica is an engine of its own with this pool: what they hold together
+            "replicas": {"count": self.data_parallel, "tokens": self.capacity.tokens * self.data_parallel,
+                         "max_concurrency": round(self.capacity.max_concurrency * self.data_parallel, 2)},
             "limiting_stage": self.limiting_stage,
             "error": self.error,
             "notes": list(self.notes),

@@ -89,6 +89,8 @@ DTYPE_BYTES: dict[str, float] = {
     "float16": 2, "half": 2, "fp16": 2,
     "bfloat16": 2, "bf16": 2,
     "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "float8_e4m3fn": 1, "int8": 1,
+    # packed KV cache formats (KV_FORMATS): the element is a byte
+    "int8_per_token_head": 1, "fp8_per_token_head": 1, "nvfp4": 1, "fp8_ds_mla": 1,
 }
 
 CANONICAL_DTYPE = {
@@ -100,6 +102,85 @@ CANONICAL_DTYPE = {
 def canonical_dtype(name: str) -> str:
     lowered = name.lower().removeprefix("torch.")
     return CANONICAL_DTYPE.get(lowered, lowered)
+
+
+class KvFormat(int):
+    """How the KV cache stores one token's vector of one head: the int value is the element's size in bytes (what
+    engines without packed formats multiply by); vector_bytes gives the bytes of a K or V vector with whatever the
+    format keeps beside it. Plain formats (16-bit, fp8 per tensor): dim x element."""
+
+    def __new__(cls, element: int) -> KvFormat:
+        return super().__new__(cls, element)
+
+    def __reduce__(self) -> tuple[type, tuple[int]]:
+        return type(self), (int(self),)
+
+    def vector_bytes(self, dim: int) -> int:
+        """Bytes of one head's K (or V) vector of `dim` elements for one token."""
+        return dim * int(self)
+
+    def latent_bytes(self, dim: int) -> int:
+        """Bytes of one token's MLA latent of `dim` elements."""
+        return dim * int(self)
+
+    def describe(self, dim: int, block_size: int) -> str:
+        """The page formula's factors for one head's vector over a block."""
+        return f"{dim} head dim x {block_size} tokens x {int(self)} B"
+
+
+class PerTokenHeadKv(KvFormat):
+    """int8 / fp8 with one fp32 scale per token per head for K and for V, carved from the same page
+    (vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes: + 2 x block x heads x 4 B; the
+    int8_per_token_head and fp8_per_token_head cache dtypes, vLLM 2026)."""
+
+    SCALE_BYTES = 4
+
+    def vector_bytes(self, dim: int) -> int:
+        return dim * int(self) + self.SCALE_BYTES
+
+    def describe(self, dim: int, block_size: int) -> str:
+        return f"{block_size} tokens x ({dim} x {int(self)} B + {self.SCALE_BYTES} B scale)"
+
+
+class Nvfp4Kv(KvFormat):
+    """NVFP4: two fp4 values per byte plus one fp8 scale per 16 values (vllm/utils/torch_utils.py
+    nvfp4_kv_cache_full_dim: head_size // 2 + head_size // 16 bytes per head vector)."""
+
+    def vector_bytes(self, dim: int) -> int:
+        return dim // 2 + dim // 16
+
+    def describe(self, dim: int, block_size: int) -> str:
+        return f"{block_size} tokens x ({dim} / 2 + {dim} / 16) B"
+
+
+class DsMlaKv(KvFormat):
+    """DeepSeek's fp8 MLA cache (fp8_ds_mla, DeepSeek-V3.2 sparse attention): the 512 latent values in fp8 with
+    one fp32 scale per 128, and the 64 rope values kept in bf16: 512 + 16 + 128 = 656 B per token
+    (vllm/v1/kv_cache_interface.py MLAAttentionSpec)."""
+
+    ROPE_DIM = 64
+
+    def latent_bytes(self, dim: int) -> int:
+        nope = dim - self.ROPE_DIM
+        return nope + nope // 128 * 4 + self.ROPE_DIM * 2
+
+
+# KV cache dtypes whose pages are not element x dim (vllm/config/cache.py CacheDType, 2026).
+KV_FORMATS: dict[str, KvFormat] = {
+    "int8_per_token_head": PerTokenHeadKv(1), "fp8_per_token_head": PerTokenHeadKv(1), "nvfp4": Nvfp4Kv(1),
+    "fp8_ds_mla": DsMlaKv(1),
+}
+
+
+def kv_format(value: int) -> KvFormat:
+    """The KV format of a bare element size, or the format itself."""
+    return value if isinstance(value, KvFormat) else KvFormat(value)
+
+
+def kv_cache_format(name: str, where: str = "kv_cache_dtype") -> KvFormat:
+    """The KV format a cache dtype names: a packed one, else the dtype's element size."""
+    packed = KV_FORMATS.get(canonical_dtype(name))
+    return packed if packed is not None else KvFormat(dtype_bytes(name, where))
 
 
 def dtype_bytes(name: str, where: str = "dtype") -> int:

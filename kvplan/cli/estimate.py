@@ -38,6 +38,9 @@ def estimate(
     engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
     vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting, e.g. 0.11; "
                                                      "default the newest.")] = None,
+    entrypoint: Annotated[str | None, typer.Option("--entrypoint", help="vLLM entry point whose batch defaults "
+                                                   "apply: serve (vllm serve, default) or llm (offline LLM class).",
+                                                   show_default=False)] = None,
     config: Annotated[str | None, typer.Option("--config", help="A vLLM --config YAML file; flags given here "
                                                "win over it.")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Context lengths for the ladder, e.g. 4K,32K.")] = None,
@@ -61,7 +64,7 @@ def estimate(
 
     own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "gpu_memory_bytes": (gpu_memory, "--gpu-memory"),
            "engine": (engine, "--engine"), "engine_version": (vllm_version, "--vllm-version"),
-           "revision": (revision, "--revision")}
+           "entrypoint": (entrypoint, "--entrypoint"), "revision": (revision, "--revision")}
     deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config,
                           PASTED.get())
     results = estimates(deployment, tuple(parse_contexts(context, "--context")), suggest, token)

@@ -36,6 +36,9 @@ class Deployment:
     engine_version: str | None = knob("str", "Engine version; picks the era of vLLM's accounting.",
                                       default_rule="the newest modelled version", aliases=("vllm-version",),
                                       engine_flag=False)
+    entrypoint: str = knob("str", "vLLM entry point whose batch defaults apply: serve (vllm serve, the OpenAI "
+                           "server) or llm (the offline LLM class).", "serve", choices=("serve", "llm"),
+                           engine_flag=False, engines=("vllm",))
     gpu: str | None = knob("str", "GPU catalogue id or alias (kvplan gpus lists them).", engine_flag=False)
     gpu_memory_bytes: int | None = knob("size", "Device memory, instead of a catalogue GPU.", minimum=2**20,
                                         maximum=2**50, default_rule="the catalogue GPU's CUDA total",
@@ -68,6 +71,12 @@ class Deployment:
     data_parallel_size: int = knob("int", "Data-parallel replicas, each with its own weights and KV pool.", 1,
                                    minimum=1, maximum=MAX_GPUS, short=("dp",),
                                    engine_aliases={"sglang": ("dp-size", "dp")})
+    enable_expert_parallel: bool = knob("bool", "vLLM: MoE experts placed whole on the TP x DP ranks instead of "
+                                        "sliced over them.", False, short=("ep",), engines=("vllm",))
+    enable_eplb: bool = knob("bool", "vLLM: expert load balancing (needs expert parallel); adds the redundant "
+                             "experts of eplb_config.", False, engines=("vllm",))
+    eplb_config: dict[str, Any] | None = knob("json", "vLLM: expert load balancing settings (JSON); "
+                                              "num_redundant_experts adds physical experts.", engines=("vllm",))
     gpu_memory_utilization: float | None = knob(
         "float", "Share of GPU memory the engine may use.", minimum=0, maximum=1, exclusive_minimum=True,
         default_rule="vLLM 0.92 from v0.21 (0.9 before); SGLang its mem_fraction_static heuristic; "
@@ -97,6 +106,20 @@ class Deployment:
                                                minimum=1, maximum=2**40, engines=("vllm",))
     max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
                                         maximum=2**40, engines=("sglang",))
+    max_mamba_cache_size: int | None = knob("int", "SGLang: Mamba / linear-attention state slots (the states then "
+                                            "take these, the KV pool the rest).", minimum=1, maximum=2**31,
+                                            default_rule="as many as mamba_full_memory_ratio gives",
+                                            engines=("sglang",))
+    mamba_full_memory_ratio: float | None = knob("float", "SGLang: Mamba states' memory per unit of full-attention "
+                                                 "KV memory.", minimum=0, maximum=1000, exclusive_minimum=True,
+                                                 default_rule="0.9", engines=("sglang",))
+    swa_full_tokens_ratio: float | None = knob("float", "SGLang: sliding-window pool tokens per full-attention "
+                                               "pool token.", minimum=0, maximum=1000, exclusive_minimum=True,
+                                               default_rule="0.8", engines=("sglang",))
+    attention_data_parallel_size: int | None = knob("int", "SGLang: attention data-parallel ranks within TP (each "
+                                                    "keeps the KV heads of tp / attn_dp ranks).", minimum=1,
+                                                    maximum=MAX_GPUS, engine_aliases={"sglang": ("attn-dp-size",)},
+                                                    engines=("sglang",))
     speculative_config: dict[str, Any] | None = knob("json", "Speculative decoding, as vLLM takes it (JSON).",
                                                      short=("sc",))
     hf_overrides: dict[str, Any] | None = knob("json", "Keys that replace those of the model's config.json (JSON).")

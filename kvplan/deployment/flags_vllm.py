@@ -413,7 +413,8 @@ NOTED: dict[str, tuple[str, str]] = {
         "value",
         "independent replicas: multiplies GPUs; with expert parallel, MoE experts spread over DP x TP",
     ),
-    "enable-expert-parallel": ("bool+no", "MoE experts placed whole on ranks (EP = TP x DP) instead of sliced by TP"),
+    # --enable-expert-parallel, --enable-eplb and --eplb-config are modelled (Deployment knobs); their inverses
+    # only restore the default here.
     "disable-expert-parallel": ("bool", "inverse of --enable-expert-parallel, which see"),
     "all2all-backend": ("value", "expert-parallel all-to-all buffers (DeepEP and others) take GPU memory"),
     "enable-dbo": ("bool+no", "dual-batch overlap splits batches into micro-batches: activation peak changes"),
@@ -422,9 +423,7 @@ NOTED: dict[str, tuple[str, str]] = {
     "enable-elastic-ep": ("bool+no", "elastic expert parallel reserves room for scaling"),
     "disable-elastic-ep": ("bool", "inverse of --enable-elastic-ep, which see"),
     "elastic-ep-max-dp-size": ("value", "upper bound that elastic EP sizes its buffers for"),
-    "enable-eplb": ("bool+no", "expert load balancing; redundant experts add weight memory"),
     "disable-eplb": ("bool", "inverse of --enable-eplb, which see"),
-    "eplb-config": ("value", "num_redundant_experts adds expert weights on every rank"),
     "disable-custom-all-reduce": ("bool+no", "drops the custom all-reduce IPC buffers (tens of MiB)"),
     "enable-custom-all-reduce": ("bool", "inverse of --disable-custom-all-reduce, which see"),
     # CacheConfig

@@ -12,8 +12,8 @@ from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer, RecurrentState, StateOnly
 from kvplan.models.model import ModelSpec
 from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
-from kvplan.units import GiB, canonical_dtype, dtype_bytes
-from kvplan.weights import WeightLayout, weight_layout
+from kvplan.units import GiB, canonical_dtype, dtype_bytes, kv_cache_format
+from kvplan.weights import ExpertPlacement, WeightLayout, weight_layout
 
 
 @dataclass(eq=False)
@@ -60,7 +60,8 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
         if settings is not None:
             stage = replace(stage, layers=served_states(stage.layers, dtype_bytes(dtype, dtype_where), dep, settings))
         measured = dep.weights_memory_bytes
-        weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp) + (
+        placement = settings.expert_placement if settings is not None else None
+        weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp, placement) + (
             -(-draft_weights // tp) if stage.last else 0)
         stage_list.append(replace(stage, weights_bytes=weight_bytes))
     return Prepared(kv_name, kv_bytes, stage_list, notes)
@@ -102,9 +103,10 @@ def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) 
 
 
 def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:
+    """The KV cache dtype and its format (an int: the element's bytes, with the format's own page maths)."""
     if dep.kv_cache_dtype == "auto":
-        return model, dtype_bytes(model, model_where)
-    return dep.kv_cache_dtype, dtype_bytes(dep.kv_cache_dtype, dep.where("kv_cache_dtype"))
+        return model, kv_cache_format(model, model_where)
+    return dep.kv_cache_dtype, kv_cache_format(dep.kv_cache_dtype, dep.where("kv_cache_dtype"))
 
 
 def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
@@ -151,14 +153,18 @@ def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: boo
     return result
 
 
-def stage_weights(weights: WeightLayout, stage: Stage, tp: int, pp: int) -> int:
-    total = weights.per_layer * stage.decoder_layers
+def stage_weights(weights: WeightLayout, stage: Stage, tp: int, pp: int,
+                  experts: ExpertPlacement | None = None) -> int:
+    """Bytes one rank of the stage holds: attention and dense weights sliced by TP, the routed experts as the
+    engine places them (by default sliced by TP too)."""
+    placement = experts or ExpertPlacement(tp)
+    total = weights.dense_per_layer * stage.decoder_layers
     if stage.first:
         total += weights.embeddings + weights.vision
     if stage.last:
         # A tied lm_head is the embedding itself, unless the embedding lives on another stage.
         total += weights.lm_head or (weights.embeddings if pp > 1 else 0)
-    return -(-total // tp)
+    return -(-total // tp) + stage.decoder_layers * placement.share(weights.experts_per_layer, weights.num_experts)
 
 
 def check_max_model_len(spec: ModelSpec, dep: Deployment) -> int:
@@ -231,8 +237,12 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
         notes.append("state-only (Mamba / linear attention) layers hold a per-sequence state that is not "
                      "counted in the block pool")
     if dep.data_parallel_size > 1:
-        notes.append(f"data parallel {dep.data_parallel_size}: each replica has its own weights and this pool; "
-                     f"{dep.data_parallel_size} x the requests at once in all")
+        dp = dep.data_parallel_size
+        notes.append(f"data parallel {dp}: {dp} engines, each with its own weights and this pool; in all "
+                     f"{tokens * dp:,} tokens and {dp} x the requests at once")
+    placement = settings.expert_placement
+    if placement is not None and (placement.whole or placement.ranks > tp):
+        notes.append(_placement_note(placement, spec.moe.num_experts if spec.moe else 0))
     if settings.blocks_override is not None:
         notes.append(f"num_gpu_blocks_override: {settings.blocks_override:,} blocks, whatever the memory budget")
     if settings.token_cap is not None and num_blocks * settings.block_size >= settings.token_cap - settings.block_size:
@@ -242,6 +252,15 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
                 capacity=capacity, limiting_stage=limiting, error=error,
                 notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+
+
+def _placement_note(placement: ExpertPlacement, num_experts: int) -> str:
+    if not placement.whole:
+        return f"MoE experts sliced over TP x DP = {placement.ranks} ranks; attention and dense weights over TP"
+    physical = num_experts + placement.redundant
+    extra = f" ({placement.redundant} redundant)" if placement.redundant else ""
+    return (f"expert parallel: {physical} experts{extra} over {placement.ranks} ranks, up to "
+            f"{-(-physical // placement.ranks)} whole experts per rank; attention and dense weights over TP")
 
 
 def _has_states(layout: PoolLayout) -> bool:
@@ -282,7 +301,7 @@ def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout,
     if not layout.groups:
         return None
     if target.deployment.kv_cache_memory_bytes is not None:
-        over = [m for m in memories if m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
+        over = [m for m in memories if m.total_bytes and m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
         if over:
             m = over[0]
             return (f"{label} would fail to allocate: a KV pool of {m.kv_cache_bytes / GiB:.2f} GiB and "

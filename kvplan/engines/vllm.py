@@ -14,6 +14,7 @@ from kvplan.models.layers import RecurrentState
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
+from kvplan.weights import ExpertPlacement
 
 LATEST = "0.29.0"
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
@@ -46,6 +47,10 @@ class Era:
     non_torch_multi: int
     subtracts_cuda_graphs: bool
     default_utilization: float
+    # The peak is the larger of the dummy forward's transients and the sampler's, not their sum: profile_run
+    # (v1/worker/gpu_model_runner.py) frees the forward's intermediates before _dummy_sampler_run; the MoE
+    # workspaces stay allocated across both (they are reused, not freed).
+    peak_of_larger: bool = False
 
 
 ERAS = (
@@ -53,10 +58,17 @@ ERAS = (
     ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
     ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
                  int(0.55 * GiB), False, 0.9)),
-    ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 0.0, 0.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
-                  int(2.1 * GiB), False, 0.9)),
-    ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 0.0, 0.0, 1.0, int(0.12 * GiB),
-                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92)),
+    # Non-torch at TP or PP > 1 from v0.17: 2.1 GiB is the llm-d-planner v0.19 H100 sweep's TP >= 2 figure
+    # (github.com/llm-d-incubation/llm-d-planner, accuracy report); no multi-GPU v0.19+ log with its breakdown
+    # is in data/vllm_calibration.yaml yet, and v0.21+ carries the v0.19 constants unchanged.
+    # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
+    # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
+    # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
+    # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
+    ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+                  int(2.1 * GiB), False, 0.9, peak_of_larger=True)),
+    ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
+                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True)),
 )
 CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB  # v0.19 estimates: 0.55 GiB / 32 layers .. 1.05 GiB / 62 layers
 
@@ -109,17 +121,78 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
         moe = era.moe_copies * mnbt * spec.moe.experts_per_token * (
             spec.hidden_size + spec.moe.expert_intermediate_size / tp) * 2
     mlp = era.mlp_copies * mnbt * mlp_width / tp * 2
+    if era.peak_of_larger:
+        forward = hidden + (0.0 if spec.moe is not None else mlp)  # a MoE layer's buffers are the moe term
+        return int(moe + max(forward, logits)) + era.fixed_bytes
     return int(logits + hidden + mlp + moe) + era.fixed_bytes
 
 
-def batch_defaults(gpu: GpuChoice, era: Era, max_model_len: int) -> tuple[int, int]:
-    """max_num_seqs and max_num_batched_tokens when not given (EngineArgs.get_batch_defaults)."""
-    big = gpu.memory_bytes >= BIG_GPU_BYTES and "a100" not in gpu.name.lower()
-    seqs = 256 if era.v0 or not big else 1024
+def expert_placement(spec: ModelSpec, dep: Deployment) -> ExpertPlacement | None:
+    """How the MoE layers spread their experts (see weights.ExpertPlacement): over TP x DP ranks, whole with
+    --enable-expert-parallel, plus EPLB's redundant experts. vLLM's own checks (config/parallel.py
+    ParallelConfig, v0.10+): EPLB needs expert parallel, and redundant experts need EPLB."""
+    config = dep.eplb_config or {}
+    redundant = config.get("num_redundant_experts") or 0
+    if not isinstance(redundant, int) or isinstance(redundant, bool) or redundant < 0:
+        raise KvplanError(f"num_redundant_experts must be a non-negative integer, not {redundant!r}",
+                          dep.where("eplb_config"))
+    if dep.enable_eplb and not dep.enable_expert_parallel:
+        raise KvplanError("enable_expert_parallel must be True to use EPLB.", dep.where("enable_eplb"))
+    if redundant and not dep.enable_eplb:
+        raise KvplanError(f"num_redundant_experts is set to {redundant} but EPLB is not enabled. Either enable "
+                          "EPLB or unset num_redundant_experts.", dep.where("eplb_config"))
+    if spec.moe is None:
+        return None
+    ranks = dep.tensor_parallel_size * dep.data_parallel_size
+    return ExpertPlacement(ranks, dep.enable_expert_parallel and ranks > 1, redundant)
+
+
+@dataclass(frozen=True)
+class BatchTier:
+    """One branch of vLLM's batch defaults (EngineArgs.get_batch_defaults, vllm/engine/arg_utils.py): the GPUs it
+    takes, and its max_num_seqs and max_num_batched_tokens by entry point (UsageContext OPENAI_API_SERVER for
+    `vllm serve`, LLM_CLASS for the offline LLM class)."""
+
+    seqs: int
+    tokens: dict[str, int]  # entry point (serve | llm) -> max_num_batched_tokens
+    min_memory: int = 0  # device memory (CUDA total) at least this
+    names: tuple[str, ...] = ()  # the device name contains one of these (empty: any)
+    excluded: tuple[str, ...] = ()  # and none of these
+
+    def takes(self, gpu: GpuChoice) -> bool:
+        name = gpu.name.lower()
+        return (gpu.memory_bytes >= self.min_memory and (not self.names or any(n in name for n in self.names))
+                and not any(n in name for n in self.excluded))
+
+
+SMALL_TIER = BatchTier(256, {"serve": 2048, "llm": 8192})
+BIG_TOKENS = {"serve": 8192, "llm": 16384}
+# (first version, tiers in the order vLLM tries them; SMALL_TIER takes the rest)
+BATCH_TIERS = (
+    # PR #12369 (Jan 2025): larger defaults for H100 and H200, chosen by device name.
+    ((0, 8), (BatchTier(1024, BIG_TOKENS, names=("h100", "h200")),)),
+    # PR #17073 (v0.8.5) chose by memory, >= 70 GiB; PR #17885 (May 2025, v0.9.0) left A100s out again, as
+    # throughput fell on them. Versions are read to the minor, so v0.8.5's A100 rows are not modelled.
+    ((0, 9), (BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES, excluded=("a100",)),)),
+    # PR #51726 (Aug 2026, v0.28.0; absent from v0.27.0): a tier for >= 160 GiB devices (B200/B300, and
+    # MI300X, issue #53961) serving 16,384 tokens; the LLM class keeps its 16,384.
+    ((0, 28), (BatchTier(1024, {"serve": 16384, "llm": 16384}, 160 * GiB),
+               BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES, excluded=("a100",)))),
+)
+
+
+def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, int], max_model_len: int,
+                   entrypoint: str = "serve") -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens when not given."""
     if era.v0:
         # V0 profiled whole prompts up to 32K; longer contexts switched chunked prefill on, 512-token chunks.
-        return seqs, max(max_model_len, 2048) if max_model_len <= 32768 else 512
-    return seqs, 8192 if big else 2048
+        return 256, max(max_model_len, 2048) if max_model_len <= 32768 else 512
+    tiers: tuple[BatchTier, ...] = ()
+    for first, row in BATCH_TIERS:
+        if version >= first:
+            tiers = row
+    tier = next((tier for tier in tiers if tier.takes(gpu)), SMALL_TIER)
+    return tier.seqs, tier.tokens[entrypoint]
 
 
 class Vllm:
@@ -137,20 +210,20 @@ class Vllm:
         version = dep.engine_version or LATEST
         era = era_of(version, dep.where("engine_version"))
         max_model_len = common.check_max_model_len(spec, dep)
-        default_seqs, default_tokens = batch_defaults(gpu, era, max_model_len)
+        wanted = parse_version(version, dep.where("engine_version"))
+        default_seqs, default_tokens = batch_defaults(gpu, era, wanted, max_model_len, dep.entrypoint)
         seqs, tokens = dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens
         if tokens < seqs:  # SchedulerConfig._verify_args
             where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
-        wanted = parse_version(version, dep.where("engine_version"))
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len, seqs, tokens,
             concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
             paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
             tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
-            hybrid_kv_manager=hybrid_kv_manager(spec, dep))
+            hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=expert_placement(spec, dep))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:

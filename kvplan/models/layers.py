@@ -9,7 +9,7 @@ from dataclasses import KW_ONLY, dataclass
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-from kvplan.units import cdiv
+from kvplan.units import cdiv, kv_format
 
 
 class PageTensor(NamedTuple):
@@ -97,7 +97,7 @@ class _KeyValueHeads:
         return max(1, self.kv_heads // tp)
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return 2 * self.heads_per_rank(tp) * self.head_dim * kv_bytes
+        return 2 * self.heads_per_rank(tp) * kv_format(kv_bytes).vector_bytes(self.head_dim)
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
@@ -111,8 +111,8 @@ class _KeyValueHeads:
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         total = layers * self.page_bytes(block_size, kv_bytes, tp)
-        return (f"2 x {layers} layers x {self.heads_per_rank(tp)} KV heads x {self.head_dim} head dim x "
-                f"{block_size} tokens x {kv_bytes} B = {total:,} B")
+        return (f"2 x {layers} layers x {self.heads_per_rank(tp)} KV heads x "
+                f"{kv_format(kv_bytes).describe(self.head_dim, block_size)} = {total:,} B")
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.kv_attention(self.kv_heads, self.head_dim)
@@ -194,7 +194,7 @@ class LatentAttention:
         return 1
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return self.latent_dim * kv_bytes
+        return kv_format(kv_bytes).latent_bytes(self.latent_dim)
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
