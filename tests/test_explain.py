@@ -213,9 +213,9 @@ def test_hybrid_log_every_figure_read():
     assert result.replay is None and result.exit_code == 1
 
 
-@pytest.mark.xfail(strict=True, reason="Y03 needs vLLM's hybrid page alignment for int8_per_token_head KV "
-                                       "(attention block 1584 tokens) and its MTP draft layer; kvplan's vLLM "
-                                       "engine does not model these yet")
+@pytest.mark.xfail(strict=True, reason="Y03's args are cut off before its speculative_config: the replay cannot "
+                                       "know the 3 MTP tokens that raise the block to 1584 (with them the engine "
+                                       "gives the log's figures: tests/test_fidelity_kv_formats.py)")
 def test_hybrid_log_replays_with_its_geometry():
     # Qwen3.6-27B has the text geometry of Qwen3.5-27B (fixtures/explain/SOURCES.md). Logged: 5.23 GiB ->
     # 289,661 tokens, 1.10x at 262,144, attention block 1584 tokens.
