@@ -58,10 +58,14 @@ def state_bytes_per_request(entry: dict[str, Any]) -> int:
     return int(entry.get("conv_bytes_per_request", 0)) + int(entry.get("ssm_bytes_per_request", 0))
 
 
+def _sglang_rest(entry: dict[str, Any], before: float, after: float) -> int:
+    return sglang.rest_bytes(before, after, entry["mem_fraction_static"], bool(entry.get("multimodal_reservation")))
+
+
 def _sglang_tokens(entry: dict[str, Any], before: float, after: float) -> int:
-    rest = sglang.rest_bytes(before, after, entry["mem_fraction_static"])
-    if state_bytes_per_request(entry):
-        rest -= sglang.mamba_pool(rest, state_bytes_per_request(entry))[1]
+    rest = _sglang_rest(entry, before, after)
+    if state_bytes_per_request(entry):  # the state slots as the log prints them (see mamba_slots for the rule)
+        rest -= sglang.mamba_pool(rest, state_bytes_per_request(entry), given=entry["max_mamba_cache_size"])[1]
     if "cell_bytes" in entry:
         return sglang.pool_tokens(rest, int(entry["cell_bytes"]), entry.get("page_size", 1))
     return pool_plan(entry, rest).capacity.tokens
@@ -77,10 +81,7 @@ def _trtllm_tokens(entry: dict[str, Any], available: int) -> int:
 def _tokens_at(entry: dict[str, Any], values: tuple[float, ...]) -> int:
     kind = entry["kind"]
     if kind == "sglang_budget":
-        if "load_usage_gib" in entry:  # free before load = free after + the printed usage
-            after, usage = values
-            return _sglang_tokens(entry, after + usage, after)
-        return _sglang_tokens(entry, *values)
+        return _sglang_tokens(entry, *_sglang_before_after(entry, values))
     if kind == "trtllm_pytorch":
         total, peak = values
         per_token = cell_bytes(entry)
@@ -90,6 +91,20 @@ def _tokens_at(entry: dict[str, Any], values: tuple[float, ...]) -> int:
     if kind == "trtllm_engine":
         return _trtllm_tokens(entry, trtllm.engine_available_bytes(values[0], trtllm.as_float32(entry["fraction"])))
     raise ValueError(f"{entry['id']}: unknown kind {kind!r}")
+
+
+def _sglang_before_after(entry: dict[str, Any], values: tuple[float, ...]) -> tuple[float, float]:
+    if "load_usage_gib" in entry:  # free before load = free after + the printed usage
+        after, usage = values
+        return after + usage, after
+    before, after = values
+    return before, after
+
+
+def mamba_slots(entry: dict[str, Any]) -> set[int]:
+    """The Mamba slot counts SGLang's rule gives at the corners of the printed memory's rounding."""
+    return {sglang.mamba_pool(_sglang_rest(entry, *_sglang_before_after(entry, values)),
+                              state_bytes_per_request(entry))[0] for values in _band(*_printed(entry))}
 
 
 def _printed(entry: dict[str, Any]) -> tuple[float, ...]:
@@ -113,10 +128,17 @@ class Replay:
     low: int
     high: int
     cell_bytes: int
+    excluded: str | None = None  # why the log cannot be replayed to the token (the entry's replay_excluded)
 
     @property
     def closes(self) -> bool:
         return self.low <= self.logged <= self.high
+
+    @property
+    def bounded(self) -> bool:
+        """The logged count is at most kvplan's from the printed figures: what an engine that measures after the
+        printed lines, with more allocated by then, gives."""
+        return self.logged <= self.high
 
     @property
     def gap_mib(self) -> tuple[float, float]:
@@ -143,7 +165,8 @@ def replay(entry: dict[str, Any]) -> Replay:
         swa = sglang.swa_tokens(full, entry["swa_full_tokens_ratio"], page)
         return Replay(entry["id"], entry["engine"], entry["swa_layer_tokens"], swa, swa, 0)
     counts = [_tokens_at(entry, values) for values in _band(*_printed(entry))]
-    return Replay(entry["id"], entry["engine"], entry["tokens"], min(counts), max(counts), cell_bytes(entry))
+    return Replay(entry["id"], entry["engine"], entry["tokens"], min(counts), max(counts), cell_bytes(entry),
+                  entry.get("replay_excluded"))
 
 
 # --- from scratch ------------------------------------------------------------------------------------------------
@@ -199,8 +222,12 @@ def replay_table(rows: list[Replay]) -> str:
     for r in rows:
         low, high = r.gap_mib
         gap = "-" if r.closes else f"{low:.0f} to {high:.0f}" if low > 0 else f"over by {-high:.0f} to {-low:.0f}"
-        lines.append(f"| {r.id} | {r.engine} | {r.logged:,} | {r.low:,} | {r.high:,} | "
-                     f"{'yes' if r.closes else 'no'} | {gap} |")
+        verdict = "yes" if r.closes else "excluded (below)" if r.excluded else "no"
+        lines.append(f"| {r.id} | {r.engine} | {r.logged:,} | {r.low:,} | {r.high:,} | {verdict} | {gap} |")
+    excluded = [r for r in rows if r.excluded and not r.closes]
+    if excluded:
+        lines.append("")
+        lines.extend(f"- {r.id} excluded from the exact replay: {r.excluded}" for r in excluded)
     return "\n".join(lines)
 
 

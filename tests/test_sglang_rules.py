@@ -137,3 +137,78 @@ def test_hybrid_pool_through_the_engine_s05():
     plan = engines_estimate(spec, dep, GpuChoice("custom", "custom", total, 1))
     assert plan.layout.bytes_per_token == 65_536
     assert plan.capacity.tokens == 330_517
+
+
+def _s05_like(**knobs):
+    # the S05 deployment of test_hybrid_pool_through_the_engine_s05: before load int(78.48 GiB) = 84,267,258,347 B,
+    # weights int(28.47 GiB) = 30,569,429,729 B, fraction 0.85: rest int(84,267,258,347 - 30,569,429,729 -
+    # 84,267,258,347 x 0.15) = 41,057,739,865 B
+    spec = load_fixture("hybrid/qwen3.5-27b.json")
+    total = int(78.48 * GiB) + sglang.CUDA_CONTEXT_BYTES
+    dep = Deployment(engine="sglang", gpu_memory_bytes=total, weights_memory_bytes=int(28.47 * GiB),
+                     gpu_memory_utilization=0.85, max_model_len=8192, **knobs)
+    return engines_estimate(spec, dep, GpuChoice("custom", "custom", total, 1))
+
+
+@pytest.mark.parametrize("knobs, tokens", [
+    # --max-mamba-cache-size 124 (S05's logged count): 125 x 153,944,064 = 19,243,008,000 B of states; the KV pool
+    # 21,814,731,865 B // 65,536 = 332,866 tokens
+    ({"max_mamba_cache_size": 124}, 332_866),
+    # --mamba-full-memory-ratio 0.5: budget 41,057,739,865 x 0.5 / 1.5 = 13,685,913,288 B -> int((13,685,913,288 -
+    # 153,944,064) // 153,944,064) = 87 slots, 88 x 153,944,064 = 13,547,077,632 B; KV 27,510,662,233 B // 65,536
+    # = 419,779 tokens
+    ({"mamba_full_memory_ratio": 0.5}, 419_779),
+])
+def test_mamba_knobs_through_the_engine(knobs, tokens):
+    assert _s05_like(**knobs).capacity.tokens == tokens
+
+
+def test_sglang_spellings_of_the_new_knobs():
+    from kvplan.deployment.launch import parse_command
+
+    dep = parse_command("python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B --tp 4 --attn-dp-size 2 "
+                        "--max-mamba-cache-size 360 --mamba-full-memory-ratio 0.5 --swa-full-tokens-ratio 0.6 "
+                        "--max-total-tokens 100000").deployment()
+    assert (dep.attention_data_parallel_size, dep.max_mamba_cache_size, dep.mamba_full_memory_ratio,
+            dep.swa_full_tokens_ratio, dep.max_total_tokens) == (2, 360, 0.5, 0.6, 100_000)
+    assert parse_command(["--attention-data-parallel-size", "4"], engine="sglang").deployment(
+    ).attention_data_parallel_size == 4
+
+
+def test_vllm_has_no_mamba_cache_size_flag():
+    from kvplan.deployment.launch import parse_command
+    from kvplan.errors import KvplanError
+
+    with pytest.raises(KvplanError):
+        parse_command("vllm serve Qwen/Qwen2.5-7B --max-mamba-cache-size 10").deployment()
+
+
+def test_attention_dp_enlarges_the_default_reserve():
+    # server_args at TP 4 on an H100 (81,559 MiB; chunked 8192, CUDA-graph batch 512): 512 + 1.5 x 8192 + 2 x 512
+    # + 4 / 8 x 1024 = 14,336 MiB; attention DP 2 adds 512 x 2 x 3 = 3,072 and, the batch being above 300,
+    # 512 x 2 x 1.5 = 1,536: 18,944 MiB -> round((81,559 - 18,944) / 81,559, 3) = 0.768 (0.824 without DP).
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", tensor_parallel_size=4,
+                    attention_data_parallel_size=2)
+    assert plan.engine.gpu_memory_utilization == 0.768
+    assert any("attention data parallel 2" in note for note in plan.notes)
+    assert estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang",
+                    tensor_parallel_size=4).engine.gpu_memory_utilization == 0.824
+
+
+def test_multimodal_models_keep_the_embedding_cache_out_of_the_kv_budget():
+    # kv_cache_configurator.mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB = 100 MiB = 104,857,600 B
+    assert (sglang.rest_bytes(36.54 * GiB, 35.57 * GiB, 0.86, multimodal=True)
+            == sglang.rest_bytes(36.54 * GiB, 35.57 * GiB, 0.86) - 104_857_600)
+    plan = estimate("google/gemma-3-4b-it", gpu="h100", engine="sglang", gpu_memory_utilization=0.8)
+    memory = plan.memory
+    before = memory.total_bytes - memory.non_torch_bytes
+    assert abs(memory.kv_cache_bytes - (before - memory.weights_bytes - memory.reserve_bytes - 104_857_600)) <= 1
+    assert any("embedding cache" in note for note in plan.notes)
+
+
+def test_swa_ratio_is_noted_for_sliding_window_models_only():
+    # gemma-3 interleaves sliding-window and full layers; Qwen2.5-7B has none
+    gemma = estimate("google/gemma-3-1b-it", gpu="h100", engine="sglang", swa_full_tokens_ratio=0.5)
+    assert any("swa_full_tokens_ratio 0.5" in note for note in gemma.notes)
+    qwen = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", swa_full_tokens_ratio=0.5)
+    assert not any("swa_full_tokens_ratio" in note for note in qwen.notes)

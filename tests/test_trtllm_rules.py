@@ -45,3 +45,16 @@ def test_blocks_round_up():
     assert trtllm.pool_blocks(86_711, 32) == 2_710  # T03: 86,711 max tokens -> 86,720 in the pool
     assert trtllm.pool_blocks(86_720, 32) == 2_710
     assert trtllm.max_tokens(10 * 57_344 + 1, 57_344, cap=7) == 7  # max_tokens_in_paged_kv_cache
+
+
+def test_extra_options_keys_name_deployment_fields():
+    # kv_cache_config.max_tokens (KvCacheConfig's token cap) maps onto the Deployment's max_total_tokens, as do the
+    # pool keys beside it (expert_parallel_size is accepted, not a field)
+    from dataclasses import fields
+
+    from kvplan.deployment import Deployment
+    from kvplan.deployment.flags_trtllm import EXTRA_OPTIONS_KNOBS
+
+    names = {f.name for f in fields(Deployment)}
+    assert EXTRA_OPTIONS_KNOBS["kv_cache_config.max_tokens"] == "max_total_tokens"
+    assert {v for k, v in EXTRA_OPTIONS_KNOBS.items() if k.startswith("kv_cache_config.")} <= names

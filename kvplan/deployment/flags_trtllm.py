@@ -128,12 +128,14 @@ KNOBS: dict[str, tuple[str, str]] = {
 
 # Keys of the --config / --extra_llm_api_options YAML (LLM-API argument names, nested with '.') that set the
 # same things -> kvplan field. kv_cache_config.max_gpu_total_bytes caps the KV pool in bytes (with
-# free_gpu_memory_fraction also set, the smaller wins), like vLLM's --kv-cache-memory-bytes.
+# free_gpu_memory_fraction also set, the smaller wins), like vLLM's --kv-cache-memory-bytes;
+# kv_cache_config.max_tokens caps it in tokens (kvplan's max_total_tokens, SGLang's --max-total-tokens).
 EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "kv_cache_config.free_gpu_memory_fraction": "gpu_memory_utilization",
     "kv_cache_config.tokens_per_block": "block_size",
     "kv_cache_config.dtype": "kv_cache_dtype",
     "kv_cache_config.max_gpu_total_bytes": "kv_cache_memory_bytes",
+    "kv_cache_config.max_tokens": "max_total_tokens",
     "max_seq_len": "max_model_len",
     "max_batch_size": "max_num_seqs",
     "max_num_tokens": "max_num_batched_tokens",

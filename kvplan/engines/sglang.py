@@ -9,6 +9,14 @@ Sources (sgl-project/sglang, read in stored copies):
   _handle_max_mamba_cache, which budgets the pool's padding slot (v0.5.9's handle_max_mamba_cache did not).
 - python/sglang/srt/server_args.py _handle_gpu_memory_settings (v0.5.x, after PR #10975): the default
   mem_fraction_static, chunked_prefill_size and cuda_graph_max_bs by GPU size.
+- python/sglang/srt/mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (2026): a multimodal model's
+  embedding cache (SGLANG_VLM_CACHE_SIZE_MB, 100) is taken out of the KV budget.
+
+Where the engine measures: "free before load" is the world-minimum of free memory at the end of
+init_torch_distributed (bootstrap / model_runner), not the "Load weight begin" line printed later, and "free after
+load" is measured again in the profiling step, after the RoPE cache pre-expansion and the TP barrier that follow
+the "Load weight end" line (again the minimum over all ranks). Startup logs print neither figure, which is why
+replays of real logs land a few tens of MiB above the logged pool (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from dataclasses import replace
 from kvplan.engines import common
 from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import RecurrentState, StateOnly
+from kvplan.models.layers import RecurrentState, SlidingWindow, StateOnly
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
 
@@ -31,6 +39,9 @@ CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_SSM_BYTES = 4  # mamba_ssm_dtype float32, where the config names none
 SWA_FULL_TOKENS_RATIO = 0.8
+# SGLANG_VLM_CACHE_SIZE_MB's default (environ.py), reserved out of the KV budget of multimodal models; taken
+# before the Mamba split, since only then does S05's logged 124-slot Mamba pool follow from its printed memory.
+MULTIMODAL_RESERVATION_BYTES = 100 * MiB
 
 # (GPU memory below this many MiB, chunked_prefill_size, cuda_graph_max_bs at TP < 4, at TP >= 4)
 _GPU_BUCKETS = (
@@ -75,17 +86,20 @@ def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int
     return fraction * factor  # in SGLang's order of operations: the logs print this float exactly
 
 
-def rest_bytes(free_before_load: float, free_after_load: float, fraction: float) -> int:
-    """profile_max_num_token: memory free after loading, less the non-static share of what was free before."""
-    return int(free_after_load - free_before_load * (1 - fraction))
+def rest_bytes(free_before_load: float, free_after_load: float, fraction: float, multimodal: bool = False) -> int:
+    """profile_max_num_token: memory free after loading, less the non-static share of what was free before, and
+    less the multimodal embedding cache for a multimodal model."""
+    return int(free_after_load - free_before_load * (1 - fraction)) - (MULTIMODAL_RESERVATION_BYTES if multimodal
+                                                                        else 0)
 
 
-def mamba_pool(rest: int, state_bytes_per_request: int, ratio: float = MAMBA_FULL_MEMORY_RATIO,
+def mamba_pool(rest: int, state_bytes_per_request: int, ratio: float | None = None,
                given: int | None = None) -> tuple[int, int]:
     """_handle_max_mamba_cache: the Mamba state slots (--max-mamba-cache-size, or as many as fit in the share
     `ratio` : 1 of the rest memory between states and the full-attention KV pool) and the bytes the pool takes,
     one padding slot included. Returns (slots, bytes)."""
     if given is None:
+        ratio = MAMBA_FULL_MEMORY_RATIO if ratio is None else ratio
         budget = rest * ratio / (1 + ratio)
         given = max(int((budget - state_bytes_per_request) // state_bytes_per_request), 0)
     return given, (given + 1) * state_bytes_per_request
@@ -99,17 +113,19 @@ def pool_tokens(rest: int, cell_bytes: int, page_size: int = 1, cap: int | None 
     return tokens // page_size * page_size
 
 
-def swa_split(tokens: int, full_cell: int, swa_cell: int, ratio: float = SWA_FULL_TOKENS_RATIO,
+def swa_split(tokens: int, full_cell: int, swa_cell: int, ratio: float | None = None,
               page_size: int = 1) -> tuple[int, int]:
     """set_num_tokens_hybrid_swa: the memory of `tokens` cells of every layer, re-split so that the sliding-window
     pool holds `ratio` times the full pool's tokens (cells summed over each kind's layers). Returns
     (full_layer_tokens, swa_layer_tokens)."""
+    ratio = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
     full = int(tokens * (full_cell + swa_cell) / (full_cell + ratio * swa_cell))
     return full // page_size * page_size, swa_tokens(full, ratio, page_size)
 
 
-def swa_tokens(full_tokens: int, ratio: float = SWA_FULL_TOKENS_RATIO, page_size: int = 1) -> int:
+def swa_tokens(full_tokens: int, ratio: float | None = None, page_size: int = 1) -> int:
     """The sliding-window pool: `ratio` times the full-attention pool, in whole pages."""
+    ratio = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
     return int(full_tokens * ratio) // page_size * page_size
 
 
@@ -171,8 +187,8 @@ class Sglang:
         fraction = dep.gpu_memory_utilization
         if fraction is None:
             # with no GPU size known server_args falls back to 0.88
-            fraction = default_mem_fraction(mib, tp, pp, chunked, graph_bs, speculative=_speculative_algorithm(
-                target)) if mib > 0 else 0.88
+            fraction = default_mem_fraction(mib, tp, pp, chunked, graph_bs, attention_dp(target),
+                                            _speculative_algorithm(target)) if mib > 0 else 0.88
             tower = _vision_tower(target)
             if tower is not None:
                 fraction = vlm_mem_fraction(fraction, *tower)
@@ -187,10 +203,10 @@ class Sglang:
         fraction = settings.gpu_memory_utilization or 1
         before = max(total - CUDA_CONTEXT_BYTES, 0)
         held_back = int(before * (1 - fraction))
-        rest = rest_bytes(before, before - weights_bytes, fraction)
+        rest = rest_bytes(before, before - weights_bytes, fraction, multimodal=bool(target.spec.params.vision))
         per_request = state_bytes_per_request(target)
         if per_request and rest > 0:
-            rest -= mamba_pool(rest, per_request)[1]
+            rest -= mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, dep.max_mamba_cache_size)[1]
         pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else rest
         return Memory(total, int(before * fraction), weights_bytes, non_torch_bytes=total - before,
                       reserve_bytes=held_back, kv_cache_bytes=pool)
@@ -204,12 +220,33 @@ class Sglang:
         if not given and target.spec.params.vision and _vision_tower(target) is None:
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
+        dep = target.deployment
+        if target.spec.params.vision:
+            notes.append(f"multimodal model: {MULTIMODAL_RESERVATION_BYTES // MiB} MiB of the KV budget kept for "
+                         "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
         per_request = state_bytes_per_request(target)
-        if per_request:
-            notes.append(f"Mamba state pool: {MAMBA_FULL_MEMORY_RATIO} : 1 of the rest memory between states "
+        if per_request and dep.max_mamba_cache_size is not None:
+            notes.append(f"Mamba state pool: {dep.max_mamba_cache_size} slots as given ({per_request:,} B per "
+                         "request per rank, one padding slot more); the full-attention KV pool gets the rest")
+        elif per_request:
+            ratio = MAMBA_FULL_MEMORY_RATIO if dep.mamba_full_memory_ratio is None else dep.mamba_full_memory_ratio
+            notes.append(f"Mamba state pool: {ratio} : 1 of the rest memory between states "
                          f"({per_request:,} B per request per rank, one padding slot more) and the full-attention "
                          "KV pool")
+        if attention_dp(target) > 1:
+            notes.append(f"attention data parallel {attention_dp(target)}: SGLang keeps the KV heads of TP "
+                         f"{dep.tensor_parallel_size} // {attention_dp(target)} ranks on each rank; kvplan's pool "
+                         "still divides the heads by the whole TP size (its reserve is SGLang's)")
+        if dep.swa_full_tokens_ratio is not None and any(isinstance(layer, SlidingWindow) for layer in
+                                                         target.spec.layers):
+            notes.append(f"swa_full_tokens_ratio {dep.swa_full_tokens_ratio}: SGLang splits the pool between "
+                         "sliding-window and full-attention layers (sglang.swa_split); kvplan counts one flat pool")
         return notes
+
+
+def attention_dp(target: Target) -> int:
+    """SGLang's attention data-parallel degree (--attn-dp-size): 1 where not given."""
+    return target.deployment.attention_data_parallel_size or 1
 
 
 ENGINE = Sglang()
