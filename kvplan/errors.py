@@ -12,3 +12,11 @@ class KvplanError(Exception):
     def at(self, where: str) -> "KvplanError":
         """The same mistake, located where the caller knows it came from (the knob as the user spelled it)."""
         return KvplanError(self.message, where)
+
+
+class LocatedError(KvplanError):
+    """A mistake at a known line of a file (a YAML key given twice, say)."""
+
+    def __init__(self, message: str, where: str | None, line: int | None) -> None:
+        super().__init__(message, where)
+        self.line = line

@@ -74,9 +74,8 @@ def _walk(root: str) -> list[Found]:
 def load_sources(path: str) -> list[Source]:
     """The documents of one file as Sources, each with its key lines. Raises KvplanError for a file that
     cannot be read or parsed (bounded in size, aliases and depth by deployment.config_file)."""
-    from kvplan.check.lines import node_lines
     from kvplan.check.source import Source
-    from kvplan.deployment.config_file import load_documents, read_text
+    from kvplan.deployment.config_file import load_located, read_text
 
     text = read_text(path)
     if not text.strip():
@@ -85,13 +84,11 @@ def load_sources(path: str) -> list[Source]:
     if path.endswith(".json"):
         document = _json(text, path)
         try:
-            lines = node_lines(text, path)[0]
+            lines = load_located(text, path)[0][1]
         except (KvplanError, IndexError):  # JSON that YAML does not read (tabs): no lines, same checks
             lines = {}
         return [Source(path, document, lines)]
-    documents = load_documents(text, path)
-    every_lines = node_lines(text, path)
-    return [Source(path, document, lines) for (document, _), lines in zip(documents, every_lines, strict=True)]
+    return [Source(path, document, lines) for document, lines in load_located(text, path)]
 
 
 def _json(text: str, path: str) -> object:

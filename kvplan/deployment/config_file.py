@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deployment.values import Draft
-from kvplan.errors import KvplanError
+from kvplan.errors import KvplanError, LocatedError
 
 MAX_FILE_BYTES = 2**20  # a deployment file is a few hundred bytes
 MAX_NODES = 100_000  # YAML aliases can make a small file expand into billions of values
@@ -35,8 +35,18 @@ def read_text(path: str) -> str:
         raise KvplanError(f"not UTF-8 text (byte {exc.start}); expected YAML", path) from None
 
 
+KeyPath = tuple[Any, ...]  # ("deployments", 0, "max_model_len")
+
+
 def load_documents(text: str, where: str) -> list[tuple[Any, dict[str, int]]]:
     """Every YAML document of the text, each with the line of each top-level key."""
+    return [(value, {str(path[0]): line for path, line in lines.items() if len(path) == 1})
+            for value, lines in load_located(text, where)]
+
+
+def load_located(text: str, where: str) -> list[tuple[Any, dict[KeyPath, int]]]:
+    """Every YAML document of the text, each with the line of every key and list item (from the parser's node
+    marks); a key given twice at any depth is refused."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -53,18 +63,42 @@ def load_documents(text: str, where: str) -> list[tuple[Any, dict[str, int]]]:
         raise KvplanError(f"invalid YAML: {' '.join(str(exc).split())}", where) from None
     except RecursionError:
         raise KvplanError("YAML nested too deeply", where) from None
-    documents = []
-    for node, value in zip(nodes, values, strict=True):
-        lines: dict[str, int] = {}
+    return [(value, key_lines(node, where)) for node, value in zip(nodes, values, strict=True)]
+
+
+def key_lines(root: Any, where: str) -> dict[KeyPath, int]:
+    """Key path -> 1-based line of the key (of the item, for list items), walking the composed node tree once;
+    an alias shares its node, so its keys are walked once, and a merge key (<<) brings in another mapping's."""
+    import yaml
+
+    lines: dict[KeyPath, int] = {}
+    stack: list[tuple[Any, KeyPath]] = [(root, ())] if root is not None else []
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode):
-                    key, key_line = str(key_node.value), key_node.start_mark.line + 1
-                    if key in lines:
-                        raise KvplanError(f"key {key!r} is given twice (lines {lines[key]} and {key_line})", where)
-                    lines[key] = key_line
-        documents.append((value, lines))
-    return documents
+            here: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key, line = str(key_node.value), key_node.start_mark.line + 1
+                if key == "<<":
+                    stack.append((value_node, path))
+                    continue
+                key_path = path + (key,)
+                if key in here:
+                    dotted = ".".join(str(part) for part in key_path)
+                    raise LocatedError(f"key {dotted!r} is given twice (lines {here[key]} and {line})", where, line)
+                here[key] = lines[key_path] = line
+                stack.append((value_node, key_path))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                lines[path + (index,)] = item.start_mark.line + 1
+                stack.append((item, path + (index,)))
+    return lines
 
 
 def _check_size(root: Any, where: str) -> None:
