@@ -13,16 +13,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Deployment", "Plan", "estimate", "gpus", "load_model", "__version__"]
+__all__ = ["Deployment", "Plan", "estimate", "gpus", "load_model", "size", "__version__"]
 
 if TYPE_CHECKING:
     from kvplan.api import estimate, gpus, load_model
     from kvplan.deployment import Deployment
     from kvplan.plan import Plan
+    from kvplan.sizing import size
 
 # Loaded on first use, so that `import kvplan` (and the CLI's start-up) stays cheap.
 _EXPORTS = {"estimate": "kvplan.api", "gpus": "kvplan.api", "load_model": "kvplan.api",
-            "Deployment": "kvplan.deployment", "Plan": "kvplan.plan"}
+            "Deployment": "kvplan.deployment", "Plan": "kvplan.plan", "size": "kvplan.sizing"}
 
 
 def __getattr__(name: str) -> Any:

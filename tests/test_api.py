@@ -56,4 +56,4 @@ def test_missing_and_unknown_gpu_name_the_keyword():
 def test_from_vllm_args_takes_one_string_too():
     dep = kvplan.Deployment.from_vllm_args("vllm serve Qwen/Qwen2.5-7B --max-model-len 8K \\\n  -tp 2")
     assert (dep.model, dep.max_model_len, dep.tensor_parallel_size) == ("Qwen/Qwen2.5-7B", 8192, 2)
-    assert sorted(dir(kvplan)) == ["Deployment", "Plan", "__version__", "estimate", "gpus", "load_model"]
+    assert sorted(dir(kvplan)) == ["Deployment", "Plan", "__version__", "estimate", "gpus", "load_model", "size"]
