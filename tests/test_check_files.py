@@ -162,9 +162,9 @@ def test_compose_service(tmp_path):
     assert rules["KV030"].status == "fail" and "gives 1 GPU(s), but TP 2" in rules["KV030"].message
 
 
-def test_vllm_config_with_kvplan_settings(tmp_path):
+def test_vllm_config_with_kvplan_settings_in_a_comment(tmp_path):
     text = """\
-        kvplan: {gpu: h100, vllm_version: "0.10.0", min_kv_tokens: 1K}
+        # kvplan: {gpu: h100, vllm_version: "0.10.0", min_kv_tokens: 1K}
         model: Qwen/Qwen2.5-7B
         max_model_len: 8192
         num-scheduler-steps: 8
@@ -173,7 +173,21 @@ def test_vllm_config_with_kvplan_settings(tmp_path):
     rules = by_rule(findings_of(write(tmp_path, "serve.yaml", text)))
     assert rules["KV006"].status == "pass"
     assert rules["KV003"].status == "warn" and rules["KV003"].line == 4  # 0.10.0 still has it
-    assert rules["KV021"].status == "pass"
+    assert rules["KV021"].status == "pass" and rules["KV002"].status == "pass"
+
+
+def test_a_kvplan_key_in_a_vllm_config_is_refused(tmp_path):
+    # vLLM's FlexibleArgumentParser.load_config_file turns every top-level key into a flag: `kvplan:` becomes
+    # `--kvplan {...}`, which vllm serve refuses as an unrecognized argument.
+    text = "kvplan: {gpu: h100}\nmodel: Qwen/Qwen2.5-7B\nmax-model-len: 4096\n"
+    rules = by_rule(findings_of(write(tmp_path, "serve.yaml", text)))
+    assert rules["KV002"].status == "fail" and "# kvplan:" in rules["KV002"].message and rules["KV002"].line == 1
+
+
+def test_a_malformed_kvplan_comment_is_an_error(tmp_path):
+    bad = write(tmp_path, "serve.yaml", "# kvplan: gpu h100\nmodel: Qwen/Qwen2.5-7B\nmax-model-len: 4096\n")
+    errors = [f for f in findings_of(bad) if f.status == "error"]
+    assert len(errors) == 1 and errors[0].line == 1 and "one-line mapping" in errors[0].message
 
 
 def test_vllm_config_typo_is_a_flag_error(tmp_path):
@@ -185,7 +199,7 @@ def test_same_setup_same_numbers_as_estimate(tmp_path):
     from kvplan.api import estimate
 
     plan = estimate("meta-llama/Llama-3.1-8B", gpu="l40s", max_model_len=16384)
-    found = by_rule(findings_of(write(tmp_path, "serve.yaml", "kvplan: {gpu: l40s}\nmodel: meta-llama/Llama-3.1-8B\n"
+    found = by_rule(findings_of(write(tmp_path, "serve.yaml", "# kvplan: {gpu: l40s}\nmodel: meta-llama/Llama-3.1-8B\n"
                                                               "max-model-len: 16384\n")))["KV011"]
     assert f"holds {plan.capacity.tokens:,} tokens" in found.message
 
@@ -224,10 +238,10 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     ("empty.yaml", "", "file is empty"),
     ("nul.yaml", "model: a\x00b\n", "invalid YAML"),
     ("bad.json", '{"architectures": [', "invalid JSON"),
-    ("settings.yaml", "kvplan: [h100]\nmodel: Qwen/Qwen2.5-7B\n", "expected a mapping"),
+    ("settings.yaml", "# kvplan: [h100]\nmodel: Qwen/Qwen2.5-7B\n", "expected a one-line mapping"),
 ])
 def test_bad_files_are_one_line_errors(tmp_path, name, content, words):
-    good = write(tmp_path, "good.yaml", "kvplan: {gpu: h100}\nmodel: Qwen/Qwen2.5-7B\nmax-model-len: 4096\n")
+    good = write(tmp_path, "good.yaml", "# kvplan: {gpu: h100}\nmodel: Qwen/Qwen2.5-7B\nmax-model-len: 4096\n")
     bad = write(tmp_path, name, content)
     started = time.perf_counter()
     findings = findings_of(bad, good)

@@ -87,8 +87,8 @@ def load_sources(path: str) -> list[Source]:
             lines = load_located(text, path)[0][1]
         except (KvplanError, IndexError):  # JSON that YAML does not read (tabs): no lines, same checks
             lines = {}
-        return [Source(path, document, lines)]
-    return [Source(path, document, lines) for document, lines in load_located(text, path)]
+        return [Source(path, document, lines, text)]
+    return [Source(path, document, lines, text) for document, lines in load_located(text, path)]
 
 
 def _json(text: str, path: str) -> object:

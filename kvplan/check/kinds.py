@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from kvplan.check.item import VALID_VALUES, Built, Item, Problem, flag_name, flag_problem, knob_for
+from kvplan.check.item import KNOWN_FLAGS, VALID_VALUES, Built, Item, Problem, flag_name, flag_problem, knob_for
 from kvplan.check.requirements import REQUIREMENT_KEYS
-from kvplan.check.source import SETTINGS_KEYS, Settings, Source, read_settings
+from kvplan.check.source import SETTINGS_KEYS, Settings, Source, comment_settings, read_settings
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError
 
@@ -141,15 +141,18 @@ class VllmConfig:
         if not isinstance(document, dict):
             raise KvplanError(f"expected a mapping of vLLM flag names to values, got {_kind_of(document)}",
                               source.path)
-        settings = read_settings(source)
+        settings = comment_settings(source)
         flags = {str(k): v for k, v in document.items() if k not in SETTINGS_KEYS}
+        misplaced = [str(k) for k in document if k in SETTINGS_KEYS]
         version = settings.knobs.get("engine_version", (None, ""))[0]
         engine = str(settings.knobs.get("engine", ("vllm",))[0]).lower()
         top_lines = {key: line for key, line in source.flat_lines().items() if "." not in key}
 
         def build() -> Built:
             draft = Draft()
-            problems = []
+            problems = [Problem(KNOWN_FLAGS, f"{key}: vLLM reads every top-level key of a --config file as a flag and "
+                                "refuses --" + key + "; put kvplan's settings in a comment instead: "
+                                "# kvplan: {gpu: h100, vllm_version: \"0.11\"}", key) for key in misplaced]
             for key, value in flags.items():
                 try:
                     draft.update(_config_key(source.path, key, value, engine, top_lines, version_tuple(

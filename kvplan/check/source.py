@@ -16,6 +16,7 @@ class Source:
     path: str  # as the user named it
     document: Any
     lines: dict[Path, int] = field(default_factory=dict)
+    text: str = ""  # the file's text, for settings kept in a comment
 
     def line(self, *path: Any) -> int | None:
         return self.lines.get(tuple(path))
@@ -43,6 +44,35 @@ class Settings:
     knobs: dict[str, tuple[Any, str]] = field(default_factory=dict)  # Deployment field -> (raw, where)
     requirements: dict[str, Any] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+
+
+COMMENT = "# kvplan"  # a vLLM --config file keeps kvplan's settings in a comment: `# kvplan: {gpu: a10g}`
+
+
+def comment_settings(source: Source) -> Settings:
+    """The `# kvplan: {...}` comment of a vLLM --config file. vLLM turns every top-level key of that file into a
+    flag (FlexibleArgumentParser.load_config_file), so a `kvplan:` key would make `vllm serve` refuse the file;
+    a comment is the one place vLLM does not read."""
+    import re
+
+    import yaml
+
+    for number, line in enumerate(source.text.splitlines(), 1):
+        match = re.match(r"\s*#\s*kvplan:\s*(.*?)\s*$", line)
+        if not match:
+            continue
+        where = f"{source.path}:{number}: {COMMENT}"
+        try:
+            mapping = yaml.safe_load(match.group(1)[:4096]) if match.group(1) else None
+        except yaml.YAMLError:
+            mapping = None
+        if not isinstance(mapping, dict):
+            raise LocatedError("expected a one-line mapping, e.g. # kvplan: {gpu: h100, vllm_version: \"0.11\"}",
+                               where, number)
+        lines = {(COMMENT,): number, **{(COMMENT, str(key)): number for key in mapping}}
+        located = Source(source.path, source.document, lines, source.text)
+        return _settings(located, {str(k): v for k, v in mapping.items()}, (COMMENT,))
+    return Settings()
 
 
 ANNOTATION_PREFIX = "kvplan/"  # Kubernetes refuses unknown fields: a manifest says it in annotations
