@@ -19,7 +19,8 @@ LOGS = Path(__file__).parent / "fixtures" / "explain"
 TEXTS = [path.read_text(encoding="utf-8") for path in sorted(LOGS.glob("*.log"))]
 NOISE = st.sampled_from(["\x1b[31m", "\x1b[0m", "\r", "\n", "{", "}", "'", "(", ")", ",", "...", " GiB", "x",
                          "non-default args: {", "Available KV cache memory: ", "GPU KV cache size: ", "nan",
-                         "1e999", "-1", "0", "\x00", "█  model   ", "Initializing a V1 LLM engine (v"])
+                         "1e999", "-1", "0", "9" * 400, "9" * 5000, "\x00", "█  model   ",
+                         "Initializing a V1 LLM engine (v"])
 
 
 @st.composite

@@ -27,12 +27,21 @@ def log_lines(text: str) -> list[str]:
     return [line[:MAX_LINE] for line in ANSI.sub("", text).replace("\r", "\n").split("\n")]
 
 
+MAX_FIGURE = 2**50  # bytes, tokens or blocks: a figure above this is not one any GPU printed
+
+
 def gib_bytes(text: str) -> int:
-    return round(float(text) * GiB)
+    value = float(text)
+    if not value * GiB < MAX_FIGURE:  # also false for inf and nan
+        raise ValueError(f"{text[:20]} GiB is beyond any GPU")
+    return round(value * GiB)
 
 
 def count(text: str) -> int:
-    return int(text.replace(",", ""))
+    digits = text.replace(",", "")
+    if len(digits) > 16:
+        raise ValueError(f"{digits[:20]}... is beyond any GPU")
+    return int(digits)
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,11 @@ class Figures(LineKind):
         for item in self.figures:
             found = item.pattern.search(line)
             if found:
-                run.add(item.section, item.name, item.convert(found.group(1)), at.rank, at.number)
+                try:
+                    value = item.convert(found.group(1))
+                except ValueError:  # a figure no real log prints: not read
+                    continue
+                run.add(item.section, item.name, value, at.rank, at.number)
 
 
 class Utilization(LineKind):
