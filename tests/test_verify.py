@@ -277,7 +277,7 @@ def test_no_gpu_asks_for_the_cpu_dry_run(capsys):
 def test_without_torch_verify_says_how_to_install_it():
     probe = ("import sys; sys.modules['torch'] = None\n"
              "from kvplan.cli.app import main\n"
-             "sys.exit(main(['verify', '--device', 'cpu', '--model', 'Qwen/Qwen2.5-0.5B']))")
+             "sys.exit(main(['verify', '--device', 'cpu', '--gpu', 'h100', '--model', 'Qwen/Qwen2.5-0.5B']))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr == ("kvplan: error: verify: kvplan verify needs torch, which is not installed: "
@@ -304,3 +304,22 @@ def test_probe_search():
         assert largest_fitting(lambda blocks, limit=limit: blocks <= limit, 49) == limit
     assert largest_fitting(lambda blocks: False, 12) == 0
     assert plan_error_pct(110, 100) == 10.0 and plan_error_pct(5, 0) is None
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--batch", "0"], "--batch: expected 1 to 4096 sequences"),
+    (["--max-pool-bytes", "0"], "--max-pool-bytes: must be above 0"),
+    (["--kernel", "triton"], "--kernel: unknown kernel"),
+])
+def test_bad_input_is_refused_before_torch_is_imported(args, says):
+    # torch takes seconds to import; a user's mistake must not wait for it (and must not need it).
+    probe = ("import sys; sys.modules['torch'] = None\nfrom kvplan.cli.app import main\n"
+             f"sys.exit(main(['verify', '--device', 'cpu', '--gpu', 'h100', '--model', 'Qwen/Qwen2.5-0.5B', *{args!r}]))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and says in result.stderr and "torch" not in result.stderr
+
+
+def test_a_cpu_dry_run_needs_the_gpu_it_plans_for():
+    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "verify", "--device", "cpu", "--model",
+                             "Qwen/Qwen2.5-0.5B"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--gpu ID or --gpu-memory SIZE" in result.stderr

@@ -56,12 +56,8 @@ def verify(
     from kvplan.deployment.front_doors import from_cli
     from kvplan.errors import KvplanError
     from kvplan.units import parse_human_int, parse_size
-    from kvplan.verify import require_torch
 
-    require_torch()
-    from kvplan.verify.api import verify as run_verify
-    from kvplan.verify.run import Options
-
+    # Every check of the user's input comes before torch is imported (seconds), so a mistake fails at once.
     if kernel not in ("gather", "flex"):
         raise KvplanError(f"unknown kernel {kernel!r}; choose gather or flex", "--kernel")
     if batch < 1 or batch > 4096:
@@ -69,12 +65,26 @@ def verify(
     longest = parse_human_int(context, "--context") or 0
     if longest < 1 or longest > 2**24:
         raise KvplanError(f"expected 1 to 16M tokens, got {context!r}", "--context")
+    cap = parse_size(max_pool_bytes, "--max-pool-bytes")
+    if cap <= 0:
+        raise KvplanError("must be above 0", "--max-pool-bytes")
     own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "gpu_memory_bytes": (gpu_memory, "--gpu-memory"),
            "engine": (engine, "--engine"), "engine_version": (vllm_version, "--vllm-version"),
            "revision": (revision, "--revision")}
     deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config, PASTED.get())
-    options = Options(deployment, device, parse_size(max_pool_bytes, "--max-pool-bytes"), no_weights, probe, kernel,
-                      batch, longest, token=token, show_progress=not json_output)
+    if (device or "").strip().lower() == "cpu" and deployment.gpu is None and deployment.gpu_memory_bytes is None \
+            and deployment.kv_cache_memory_bytes is None:
+        raise KvplanError("a CPU dry run plans for a GPU it does not have: name it with --gpu ID or --gpu-memory "
+                          "SIZE (or give --kv-cache-memory-bytes)", "--device cpu")
+
+    from kvplan.verify import require_torch
+
+    require_torch()
+    from kvplan.verify.api import verify as run_verify
+    from kvplan.verify.run import Options
+
+    options = Options(deployment, device, cap, no_weights, probe, kernel, batch, longest, token=token,
+                      show_progress=not json_output)
     document, code = run_verify(options, nproc)
     if document is None:  # a torchrun rank other than 0
         return code
