@@ -101,3 +101,11 @@ def test_explain_takes_no_pasted_command():
     result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "explain", GEMMA2, "--", "vllm", "serve", "x"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "launch command" in result.stderr
+
+
+def test_a_model_the_user_names_that_cannot_be_read_is_their_error(tmp_path):
+    broken = tmp_path / "config.json"
+    broken.write_text("not json")
+    result = run(GEMMA2, "--model", str(broken))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"kvplan: error: --model {broken}: invalid JSON") and result.stderr.count("\n") == 1

@@ -292,8 +292,9 @@ def load(run: LoggedRun, model: str | None, dep: Deployment, token: str | None,
     try:
         spec = load_model(name, None, token, dep.hf_overrides)
     except KvplanError as exc:
-        hint = "" if model else "; --model gives a local config.json, a bundled id or a Hub id"
-        result.model_error = f"{exc}{hint}"
+        if model is not None:  # the user's own --model is wrong: their mistake, not the log's
+            raise exc.at(f"--model {exc.where}" if exc.where else "--model") from None
+        result.model_error = f"{exc}; --model gives a local config.json, a bundled id or a Hub id"
         return None, None
     try:
         return spec, draft_model(dep, token)
