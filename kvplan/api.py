@@ -59,7 +59,7 @@ def gpu_choices(dep: Deployment) -> list[GpuChoice]:
         choices = []
         for name in names:
             try:
-                found = find_gpu(name)
+                found = find_gpu(name, otherwise="--gpu-memory SIZE works for any device")
             except KvplanError as exc:
                 raise exc.at(dep.where("gpu")) from None
             choices.append(GpuChoice(found.id, found.name, found.memory_bytes, count, found.compute_capability,

@@ -67,8 +67,9 @@ def _prefixed(key: str) -> list[Gpu]:
             if key and any(_normalize(n).startswith(key) for n in (gpu.id, gpu.name, *gpu.aliases))]
 
 
-def find_gpu(name: str) -> Gpu:
-    """An exact id, name or alias; a name that only starts several entries ('a100') is refused, not guessed."""
+def find_gpu(name: str, otherwise: str = "") -> Gpu:
+    """An exact id, name or alias; a name that only starts several entries ('a100') is refused, not guessed.
+    otherwise: what else the caller's command takes, for the message about an unknown name."""
     key = _normalize(name)
     gpu = _index().get(key)
     if gpu is not None:
@@ -83,5 +84,5 @@ def find_gpu(name: str) -> Gpu:
     close += [_index()[g].id for g in difflib.get_close_matches(key, list(_index()), n=3, cutoff=0.6)]
     names = list(dict.fromkeys(close))[:3]
     hint = f"; did you mean {', '.join(names)}?" if names else ""
-    raise KvplanError(f"unknown GPU {name!r}{hint} (kvplan gpus lists them; --gpu-memory SIZE works for any "
-                      "device)", "--gpu")
+    alternative = f"; {otherwise}" if otherwise else ""
+    raise KvplanError(f"unknown GPU {name!r}{hint} (kvplan gpus lists them{alternative})", "--gpu")

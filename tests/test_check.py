@@ -3,6 +3,8 @@ figures are derived by hand in the comments; the simple engine is used where a t
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -304,3 +306,11 @@ def test_select_and_ignore(tmp_path):
     assert rest == []
     with pytest.raises(Exception, match="no rule id starts with 'KV9'"):
         check(tmp_path, text, select=["KV9"])
+
+
+def test_an_unknown_gpu_typed_to_check_is_refused_up_front(tmp_path):
+    # One error for the user's own --gpu, exit 2, before any file is read (not a KV006 failure per deployment).
+    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "check", "--gpu", "l40z", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("kvplan: error: --gpu: unknown GPU 'l40z'; did you mean l40")

@@ -60,6 +60,10 @@ def check(
     from kvplan.check.findings import exit_code
     from kvplan.check.reporters import REPORTERS
 
+    if gpu is not None:
+        from kvplan.hardware import find_gpu
+
+        find_gpu(gpu)  # a GPU the user typed is checked once, up front, not blamed on every deployment
     options = Options(gpu, kind, _codes(select), _codes(ignore))
     report = check_paths(list(paths), options)
     sys.stdout.write(REPORTERS[output_format]().render(report))
