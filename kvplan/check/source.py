@@ -69,7 +69,8 @@ def comment_settings(source: Source) -> Settings:
         if not isinstance(mapping, dict):
             raise LocatedError("expected a one-line mapping, e.g. # kvplan: {gpu: h100, vllm_version: \"0.11\"}",
                                where, number)
-        lines = {(COMMENT,): number, **{(COMMENT, str(key)): number for key in mapping}}
+        lines: dict[Path, int] = {(COMMENT, str(key)): number for key in mapping}
+        lines[(COMMENT,)] = number
         located = Source(source.path, source.document, lines, source.text)
         return _settings(located, {str(k): v for k, v in mapping.items()}, (COMMENT,))
     return Settings()
