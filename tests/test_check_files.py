@@ -276,6 +276,15 @@ def test_symlink_loop_in_a_walk(tmp_path):
     assert any(f.file.endswith("serve.yaml") for f in findings)
 
 
+def test_a_recursive_glob_through_a_symlink_loop_reads_each_file_once(tmp_path):
+    # glob's ** follows the link fleet/up -> .. round and round; the file it keeps finding is one file.
+    write(tmp_path, "fleet/serve.yaml", "model: Qwen/Qwen2.5-7B\n")
+    os.symlink("..", tmp_path / "fleet" / "up")
+    findings = findings_of(str(tmp_path / "**" / "*.yaml"))
+    assert {f.file for f in findings} == {str(tmp_path / "fleet" / "serve.yaml")}
+    assert len([f for f in findings if f.rule == "KV001"]) == 1
+
+
 def test_reporters(tmp_path):
     from xml.etree import ElementTree as ET
 

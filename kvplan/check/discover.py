@@ -39,7 +39,9 @@ def discover(paths: list[str]) -> list[Found]:
             found.append(Found(path))
     unique: dict[str, Found] = {}
     for item in found:
-        unique.setdefault(os.path.normpath(item.path), item)
+        # A file reached twice (a glob's ** follows symbolic links, loops included) is read once.
+        key = os.path.normpath(item.path) if item.error else os.path.realpath(item.path)
+        unique.setdefault(key, item)
     return list(unique.values())
 
 
