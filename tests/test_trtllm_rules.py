@@ -58,3 +58,13 @@ def test_extra_options_keys_name_deployment_fields():
     names = {f.name for f in fields(Deployment)}
     assert EXTRA_OPTIONS_KNOBS["kv_cache_config.max_tokens"] == "max_total_tokens"
     assert {v for k, v in EXTRA_OPTIONS_KNOBS.items() if k.startswith("kv_cache_config.")} <= names
+
+
+def test_the_fraction_is_a_cpp_float_through_the_engine():
+    # KvCacheConfig holds free_gpu_memory_fraction as a C++ float: 0.9 is 0.8999999761581421. A GPU total chosen so
+    # that the two readings fall on either side of a token: free after load 79,542,678,808 - 15,231,233,024
+    # (weights) - 2,489,466,223 (runtime buffers) - 654,982,512 (CUDA context) = 61,166,997,049 B;
+    #   x 0.9 exactly      = 55,050,297,344.1 B -> // 57,344 = 960,001 tokens -> ceil(/ 32) = 30,001 blocks
+    #   x 0.9 as a float32 = 55,050,295,885.8 B -> // 57,344 = 960,000 tokens -> 30,000 blocks (TensorRT-LLM's)
+    plan = estimate("Qwen/Qwen2.5-7B", gpu_memory="79542678808", engine="trtllm", max_model_len=8192)
+    assert plan.capacity.num_blocks == 30_000 and plan.capacity.tokens == 960_000
