@@ -219,3 +219,10 @@ def test_gpu_list_human_output_compares_side_by_side():
     assert "GPUs side by side" in result.stdout
     for plan in plans:  # each row carries the same block count the JSON reports
         assert f"{plan['capacity']['num_blocks']:,}" in result.stdout
+
+
+def test_a_mistyped_command_gets_one_suggestion():
+    # typer and click both suggest close command names; the one line says it once.
+    result = run("estimat", "--model", "Qwen/Qwen2.5-7B")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.count("Did you mean") == 1 and "'estimate'" in result.stderr

@@ -368,3 +368,8 @@ def test_python_errors_name_python_keywords():
     assert kvplan.Deployment.from_vllm_args(["--num-gpu-blocks-override", "1T"]).num_gpu_blocks_override == 2**40
     one_line_error(run("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "infk"),
                    "--max-model-len", "expected an integer")
+
+
+def test_another_engines_flag_says_which_engine_has_it():
+    one_line_error(run("estimate", "--gpu", "h100", "--model", "Qwen/Qwen2.5-7B", "--mem-fraction-static", "0.8"),
+                   "--mem-fraction-static: unknown vLLM flag", "(it is SGLang's: add --engine sglang)")

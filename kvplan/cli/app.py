@@ -94,6 +94,8 @@ def _click_exit(exc: Exception) -> int:
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx else "kvplan"
         message = re.sub(r"( Did you mean [^?]*\?)\1+", r"\1", exc.format_message())  # type: ignore[attr-defined]
+        # typer and click each suggest the same names; one suggestion is enough
+        message = re.sub(r"(Did you mean [^?]*\?) \(Did you mean one of: [^)]*\)", r"\1", message)
         error_line(f"{message} (see '{command} --help')")
         return 2
     if "ClickException" in kinds:

@@ -1,7 +1,7 @@
 """Engine command lines into a Draft: bare vLLM-style flags, or a whole pasted launch command (`vllm serve`,
 `python -m vllm.entrypoints.openai.api_server`, `python -m sglang.launch_server`, `trtllm-serve`), read with
 each engine's spelling rules: dashes or underscores, `--flag=value`, short forms (-tp), `--flag` / `--no-flag`
-booleans, human-readable integers, JSON values, and vLLM's `--config` file beneath the flags."""
+booleans, human-readable integers, JSON values, and the engine's `--config` file beneath the flags."""
 
 from __future__ import annotations
 
@@ -152,10 +152,12 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
                         kvplan_knobs=launch.engine is None, version=version_tuple(version))
     config = flags.values.pop("config", None)
     if config is not None:
-        from kvplan.deployment.config_file import read_config
+        from kvplan.deployment.config_file import read_engine_config
 
-        base = read_config(str(config[0]), chosen)
+        # the file sits under the flags, as in vLLM and TensorRT-LLM >= 1.2 (flags_trtllm.EXTRA_OPTIONS_KNOBS)
+        base = read_engine_config(str(config[0]), chosen)
         draft = base.override(draft)
+        return draft.override(flags).override(base)
     return draft.override(flags)
 
 
@@ -277,8 +279,10 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         renamed: dict[str, Any] = getattr(table, "RENAMED", {})
         table_knob = getattr(table, "KNOBS", {}).get(name)
         if table_knob is not None:
-            field_name, arity = table_knob  # (config was read above)
-            if field_name in BY_NAME():
+            field_name, arity = table_knob
+            if field_name == "config":  # trtllm-serve's --config / --extra_llm_api_options: read by the caller
+                draft.set("config", take_value(here, inline), here)
+            elif field_name in BY_NAME():
                 _set_knob(draft, BY_NAME()[field_name], here, inline, take_value)
             else:
                 skip(arity, inline)
@@ -304,7 +308,8 @@ def parse_flags(args: list[str], engine: str = "vllm", where: str = "command lin
         if name in KVPLAN_OPTIONS and not kvplan_knobs:
             raise KvplanError("is an option of kvplan, not of the pasted command: put it before --", here)
         candidates = all_spellings(engine) + list(known_inert) + list(noted) + list(renamed)
-        raise KvplanError(f"unknown {_engine_label(engine)} flag{did_you_mean(name, candidates, '--')}", here)
+        raise KvplanError(f"unknown {_engine_label(engine)} flag{did_you_mean(name, candidates, '--')}"
+                          f"{_other_engines_flag(name, engine)}", here)
     if inert:
         draft.notes.append(INERT_NOTE + ", ".join(dict.fromkeys(inert)))
     for name, parts in dotted.items():
@@ -386,6 +391,17 @@ def _unabbreviated(name: str, engine: str) -> str:
         raise KvplanError(f"ambiguous option: could match {', '.join('--' + t for t in sorted(targets.values()))}",
                           "--" + name)
     return name
+
+
+def _other_engines_flag(name: str, engine: str) -> str:
+    """' (it is SGLang's: add --engine sglang)' when another engine has the flag this one lacks."""
+    from kvplan.engines import NAMES
+
+    for other in NAMES:
+        if other != engine and flag_table(other) is not None and (
+                field_for(name, other) is not None or _known_elsewhere(name, other)):
+            return f" (it is {_engine_label(other)}'s: add --engine {other})"
+    return ""
 
 
 def _known_elsewhere(name: str, engine: str) -> bool:
