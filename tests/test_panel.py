@@ -38,3 +38,14 @@ def test_colour_only_when_asked():
     box.spans(Span("bold words", "bold"))
     assert "\033[1m" in box.draw("t", "s", "green", colour=True)
     assert "\033[" not in box.draw("t", "s", "green", colour=False)
+
+
+def test_a_table_too_wide_for_the_page_keeps_every_column():
+    # 40 columns: 36 inside. Widths 32 + 7 + 4 and two spaces of indent with gaps of 4 need 53; gaps of 2 need 49,
+    # still 13 over, so the left column is cut from 32 to 19 characters (18 and an ellipsis); the last one stays whole.
+    box = Box(width=40)
+    box.table("levers", ["flags", "tokens", "fits"], [["--quantization awq (with 4 bits)", "423,952", "yes"]], left=(0,))
+    lines = lines_of(box)
+    assert all(len(line) == 40 for line in lines)
+    row = next(line for line in lines if "423,952" in line)
+    assert "--quantization awq…  423,952   yes" in row

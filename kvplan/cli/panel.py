@@ -61,10 +61,19 @@ class Box:
     def table(self, title: str, headers: list[str], body: list[list[str]], left: tuple[int, ...] = ()) -> None:
         """Columns padded by two spaces each side, right-aligned but for the `left` ones, under a title line."""
         widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *body, strict=True)]
+        # On a narrow page the gaps shrink, then the widest left column is cut: every column stays visible.
+        gap = 4 if sum(widths) + 4 * (len(widths) - 1) + 2 <= self.inner else 2
+        over = sum(widths) + gap * (len(widths) - 1) + 2 - self.inner
+        if over > 0 and left:
+            cut = max(left, key=lambda i: widths[i])
+            widths[cut] = max(len(headers[cut]), widths[cut] - over)
+
+        def fit(cell: str, width: int) -> str:
+            return cell if len(cell) <= width else cell[: width - 1] + "…"
 
         def cells(row: list[str]) -> str:
-            return "    ".join(cell.ljust(w) if i in left else cell.rjust(w)
-                             for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+            return (" " * gap).join(fit(cell, w).ljust(w) if i in left else fit(cell, w).rjust(w)
+                                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
 
         self.lines.append([Span(title, "italic")])
         self.lines.append([Span("  " + cells(headers), "bold")])
