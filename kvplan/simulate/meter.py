@@ -72,8 +72,9 @@ class Meter:
         sums[1] += reserved
         sums[2] += internal
         sums[3] += free
-        sums[4] += saved
-        sums[5] += unshared
+        if saved or unshared:
+            sums[4] += saved
+            sums[5] += unshared
         if waits_for_memory:
             self.memory_steps += 1
             bound = self.memory_bound

@@ -10,6 +10,7 @@ with events, not with tokens times requests."""
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from collections import deque
@@ -40,7 +41,15 @@ class Outcome:
 def simulate(workload: Workload, pool: Pool, allocator: Allocator, step_time: StepTime | None = None) -> Outcome:
     """Plays every request of the workload through the allocator. Arrival times need a step time to map them
     onto steps; without one every request arrives at step 0."""
-    return _Run(workload, pool, allocator, step_time).play()
+    # The run allocates many short-lived tuples and makes no reference cycles: the cyclic collector, which would
+    # walk every live request again and again, is paused while it plays.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _Run(workload, pool, allocator, step_time).play()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Run:
@@ -94,29 +103,75 @@ class _Run:
                 self.waiting.append(Seq(request))
 
     def _event_step(self) -> None:
-        step, allocator = self.step, self.allocator
+        step, allocator, running = self.step, self.allocator, self.running
         while not allocator.grow(step):
             self._preempt_newest()
         budget = self.max_num_batched_tokens - self.decode_tokens
         processed = self.decode_tokens
         finished: list[Seq] = []
-        for seq in self.prefilling:
-            if budget <= 0:
-                break
-            chunk = min(seq.prefill_left, budget)
-            budget -= chunk
-            processed += chunk
-            self._prefill(seq, chunk, finished)
+        prefilling = self.prefilling
+        if prefilling:
+            for seq in prefilling:
+                if budget <= 0:
+                    break
+                chunk = seq.prefill_left if seq.prefill_left < budget else budget
+                budget -= chunk
+                processed += chunk
+                allocator.prefill(seq, chunk)
+                seq.prefill_left -= chunk
+                if not seq.prefill_left:
+                    finished.append(seq)
         waits_for_memory = False
         waiting = self.waiting
+        if waiting and budget > 0:
+            head, refused = waiting[0], self.refused
+            if refused is not None and refused[0] is head and refused[1] == allocator.releases and running:
+                waits_for_memory = self.seats + head.width <= self.max_num_seqs  # nothing freed: it still waits
+            else:
+                budget, processed, waits_for_memory = self._admit(budget, processed, finished)
+        ends = self.ends
+        ending: list[Seq] = []  # those that finish in this step: any with one output token first
+        if finished:
+            if prefilling:
+                self.prefilling = [seq for seq in self.prefilling if seq.prefill_left]
+            for seq in finished:
+                seq.start, seq.decoding = step, True
+                allocator.start_decode(seq, step)
+                self.decode_tokens += seq.width
+                end = step + seq.total - seq.prompt - 1
+                if end == step:
+                    ending.append(seq)
+                else:
+                    heapq.heappush(ends, (end, seq.order, seq))
+        self.meter.add_step(step, allocator.usage(), len(running), processed, waits_for_memory)
+        while ends and ends[0][0] <= step:
+            ending.append(heapq.heappop(ends)[2])
+        if ending:
+            finished_at = self.finished_at
+            for seq in ending:
+                if seq.live:
+                    self._finish(seq, seq.total)
+                    self.completed += 1
+                    finished_at[seq.request.id] = step
+        if self.step_time is not None:
+            self.clock += self.step_time.seconds(processed)
+        self.step = step + 1
+
+    def _admit(self, budget: int, processed: int, finished: list[Seq]) -> tuple[int, int, bool]:
+        """Admits waiting requests first come, first served while seats, the token budget and memory allow, and
+        prefills their first chunks. Returns the budget left, the tokens processed, and whether the head waits for
+        memory."""
+        allocator, waiting, running = self.allocator, self.waiting, self.running
+        seats, max_num_seqs = self.seats, self.max_num_seqs
+        waits_for_memory = False
         while waiting and budget > 0:
             seq = waiting[0]
-            if self.seats + seq.width > self.max_num_seqs:
+            if seats + seq.width > max_num_seqs:
                 break
             refused = self.refused
             if (refused is not None and refused[0] is seq and refused[1] == allocator.releases) or \
                     not allocator.admit(seq):
-                if not self.running:  # an empty pool cannot place it: it never will
+                if not running:  # an empty pool cannot place it: it never will
                     waiting.popleft()
                     self.rejected += 1
                     continue
@@ -126,8 +181,8 @@ class _Run:
             waiting.popleft()
             self.admitted += 1
             seq.order = self.admitted
-            self.running[seq.order] = seq
-            self.seats += seq.width
+            running[seq.order] = seq
+            seats += seq.width
             chunk = seq.prefill_left if seq.prefill_left < budget else budget
             budget -= chunk
             processed += chunk
@@ -137,42 +192,8 @@ class _Run:
                 self.prefilling.append(seq)
             else:
                 finished.append(seq)
-        if finished:
-            self.prefilling = [seq for seq in self.prefilling if seq.prefill_left]
-        ending = []
-        for seq in finished:
-            seq.start, seq.decoding = step, True
-            allocator.start_decode(seq, step)
-            self.decode_tokens += seq.width
-            end = step + seq.total - seq.prompt - 1
-            if end == step:
-                ending.append(seq)
-            else:
-                heapq.heappush(self.ends, (end, seq.order, seq))
-        self.meter.add_step(step, allocator.usage(), len(self.running), processed, waits_for_memory)
-        ends = self.ends
-        while ends and ends[0][0] <= step:
-            ending.append(heapq.heappop(ends)[2])
-        for seq in ending:
-            if seq.live:
-                self._finish(seq, seq.total)
-                self.completed += 1
-                self.finished_at[seq.request.id] = step
-        if self.step_time is not None:
-            self.clock += self.step_time.seconds(processed)
-        self.step = step + 1
-
-    def _still_refused(self, seq: Seq) -> bool:
-        """The request did not fit, and nothing was released since."""
-        return self.refused is not None and self.refused[0] is seq and self.refused[1] == self.allocator.releases
-
-    def _prefill(self, seq: Seq, chunk: int, finished: list[Seq]) -> bool:
-        self.allocator.prefill(seq, chunk)
-        seq.prefill_left -= chunk
-        if seq.prefill_left:
-            return False
-        finished.append(seq)
-        return True
+        self.seats = seats
+        return budget, processed, waits_for_memory
 
     def _finish(self, seq: Seq, length: int) -> None:
         self.allocator.release(seq, length)
@@ -204,7 +225,9 @@ class _Run:
         if self.waiting:
             head = self.waiting[0]
             if self.seats + head.width <= self.max_num_seqs and self.decode_tokens < self.max_num_batched_tokens:
-                if not self._still_refused(head) and self.allocator.can_admit(head):
+                refused = self.refused
+                still_refused = refused is not None and refused[0] is head and refused[1] == self.allocator.releases
+                if not still_refused and self.allocator.can_admit(head):
                     return
                 if self.allocator.frees_while_decoding():
                     return  # step by step: the next freed block may admit it

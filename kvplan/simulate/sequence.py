@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 class Seq:
     __slots__ = ("request", "sharing", "width", "prompt", "total", "prefill_left", "start", "phase", "decoding",
-                 "live", "order", "reserved_left", "prefix_blocks", "first_blocks", "group", "extent", "windows")
+                 "live", "order", "footprint", "reserved_left", "prefix_blocks", "first_blocks", "group", "extent",
+                 "windows")
 
     def __init__(self, request: Request, prompt: int | None = None) -> None:
         self.request = request
@@ -27,6 +28,7 @@ class Seq:
         self.decoding = False
         self.live = True
         self.order = 0
+        self.footprint = 0  # contiguous: slots its reservation takes, once asked
         self.reserved_left = 0
         self.prefix_blocks = 0
         self.first_blocks = -1  # paged: blocks of its own once admitted, found on the first try

@@ -6,7 +6,7 @@ reservation already covers every token)."""
 from __future__ import annotations
 
 from kvplan.simulate.allocators.address_space import AddressSpace
-from kvplan.simulate.allocators.base import Usage, make_usage
+from kvplan.simulate.allocators.base import Usage, make_usage, new_usage
 from kvplan.simulate.pool import Pool
 from kvplan.simulate.sequence import Seq
 from kvplan.simulate.workload import Request
@@ -38,10 +38,14 @@ class Contiguous:
         return self._footprint(request) <= self.slots
 
     def can_admit(self, seq: Seq) -> bool:
-        return self.space.first_fit(self._footprint(seq.request)) is not None
+        return self.space.first_fit(seq.footprint or self._measure(seq)) is not None
+
+    def _measure(self, seq: Seq) -> int:
+        seq.footprint = self._footprint(seq.request)
+        return seq.footprint
 
     def admit(self, seq: Seq) -> bool:
-        size = self._footprint(seq.request)
+        size = seq.footprint or self._measure(seq)
         start = self.space.allocate(size)
         if start is None:
             return False
@@ -64,11 +68,13 @@ class Contiguous:
         start, size = seq.extent
         self.space.free(start, size)
         self.reserved_slots -= size
-        self.final_slots -= seq.width * (self.token_groups * seq.total + self.state_slots)
-        written = length if seq.decoding else seq.prompt - seq.prefill_left
-        self.tokens -= seq.width * (self.token_groups * written + self.state_slots)
+        width, groups, state = seq.width, self.token_groups, self.state_slots
+        self.final_slots -= width * (groups * seq.total + state)
         if seq.decoding:
-            self.decoding_width -= seq.width * self.token_groups
+            self.tokens -= width * (groups * length + state)
+            self.decoding_width -= width * groups
+        else:
+            self.tokens -= width * (groups * (seq.prompt - seq.prefill_left) + state)
 
     def available(self) -> int:
         return self.slots - self.reserved_slots
@@ -93,8 +99,8 @@ class Contiguous:
         return steps, total, self.usage()
 
     def usage(self) -> Usage:
-        return make_usage(self.tokens, self.final_slots - self.tokens, self.reserved_slots - self.final_slots,
-                     self.slots - self.reserved_slots, 0, 0)
+        tokens, final, reserved = self.tokens, self.final_slots, self.reserved_slots
+        return new_usage(Usage, (tokens, final - tokens, reserved - final, self.slots - reserved, 0, 0))
 
 
 class ContiguousMax(Contiguous):

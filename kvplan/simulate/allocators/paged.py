@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 
-from kvplan.simulate.allocators.base import Usage, make_usage
+from kvplan.simulate.allocators.base import Usage, make_usage, new_usage
 from kvplan.simulate.allocators.prefix_cache import CachedPrefix, PrefixCache
 from kvplan.simulate.pool import Pool
 from kvplan.simulate.sequence import Seq
@@ -281,8 +281,8 @@ class Paged:
         return ran, total, self.usage()
 
     def usage(self) -> Usage:
-        size = self.block_size
-        available = self.available()
+        size, internal, reserved, unshared = self.block_size, self.internal, self.reserved, self.unshared
+        available = self.free + self.cache.evictable
         used = self.num_blocks - available
-        return make_usage(used * size - self.internal - self.reserved, self.reserved, self.internal, available * size,
-                     (self.unshared - used) * size, self.unshared * size)
+        return new_usage(Usage, (used * size - internal - reserved, reserved, internal, available * size,
+                                 (unshared - used) * size, unshared * size))
