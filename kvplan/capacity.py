@@ -209,3 +209,56 @@ def context_ladder(max_context: int, explicit: list[int] | None = None) -> list[
     rungs.append(max_context)
     return rungs
 
+
+
+@dataclass(frozen=True)
+class TokenPool:
+    """One of an engine's separate token pools (SGLang's SWAKVPool keeps a full-attention and a sliding-window
+    one): how many tokens it holds, what one token costs across its layers on one rank, and a layer of the kind
+    whose page rule says how many of its tokens a request holds."""
+
+    name: str
+    tokens: int
+    bytes_per_token: int
+    layer: Layer
+
+    def need(self, context: int, page: int, max_num_batched_tokens: int) -> int:
+        """Tokens one request of `context` tokens holds in this pool, in whole pages."""
+        return self.layer.blocks_per_request(context, page, max_num_batched_tokens) * page
+
+
+@dataclass(frozen=True)
+class SplitPools:
+    """Token pools that must all hold a request: concurrency and the longest request are the tightest pool's."""
+
+    pools: tuple[TokenPool, ...]
+    page: int
+    max_num_batched_tokens: int
+
+    def _needs(self, context: int) -> list[tuple[int, int]]:
+        return [(pool.tokens, pool.need(context, self.page, self.max_num_batched_tokens)) for pool in self.pools]
+
+    def requests(self, context: int) -> int:
+        """Whole requests of `context` tokens that run at once."""
+        return min(tokens // need if need else 0 for tokens, need in self._needs(context))
+
+    def concurrency(self, context: int) -> float:
+        return min(tokens / need if need else 0.0 for tokens, need in self._needs(context))
+
+    def request_bytes(self, context: int) -> int:
+        """One request's KV summed over the pools."""
+        return sum(pool.need(context, self.page, self.max_num_batched_tokens) * pool.bytes_per_token
+                   for pool in self.pools)
+
+    def fits(self, context: int) -> bool:
+        return self.requests(context) >= 1
+
+    def longest(self, upper: int) -> int:
+        """The longest request, at most `upper` tokens, that every pool holds."""
+        if not self.fits(1):
+            return 0
+        low, high = 1, max(1, upper)
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if self.fits(mid) else (low, mid - 1)
+        return low

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kvplan.capacity import PoolLayout
+from kvplan.capacity import PoolLayout, SplitPools
 from kvplan.models.model import ModelSpec
 from kvplan.weights import ExpertPlacement
 
@@ -114,6 +114,9 @@ class Plan:
     data_parallel: int = 1
     error: str | None = None  # the engine's own startup error, when it would refuse to start
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # separate token pools the engine re-splits its profiled tokens into (SGLang's full-attention and
+    # sliding-window pools); None: one pool, the layout's
+    pools: SplitPools | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +134,11 @@ class Plan:
             "replicas": {"count": self.data_parallel, "tokens": self.capacity.tokens * self.data_parallel,
                          "max_concurrency": round(self.capacity.max_concurrency * self.data_parallel, 2)},
             "limiting_stage": self.limiting_stage,
+            # null, or per pool: its name ("full", "swa"), tokens (SGLang's full_layer_tokens / swa_layer_tokens)
+            # and the bytes one token takes across that pool's layers on one rank
+            "pools": None if self.pools is None else [
+                {"name": pool.name, "tokens": pool.tokens, "bytes_per_token": pool.bytes_per_token}
+                for pool in self.pools.pools],
             "error": self.error,
             "notes": list(self.notes),
         }

@@ -71,7 +71,9 @@ def test_t05_log_does_not_match_its_model():
 
 
 def test_sglang_swa_pool_is_the_ratio_of_the_full_pool_in_pages_s11():
-    # S11: int(375,360 x 0.8) = 300,288 = 4,692 pages of 64 ("swa_layer_tokens=300288")
+    # S11: int(375,360 x 0.8) = 300,288 = 4,692 pages of 64 ("swa_layer_tokens=300288"). swa_tokens is the rule the
+    # plan's pools use (Sglang.pools via swa_split); tests/test_sglang_pools.py reproduces the logged pair through
+    # a plan.
     assert sglang.swa_tokens(375_360, 0.8, 64) == 300_288
     # page alignment: int(375,390 x 0.8) = 300,312 -> 300,288 in whole 64-token pages
     assert sglang.swa_tokens(375_390, 0.8, 64) == 300_288

@@ -76,6 +76,14 @@ def knobs_line(plan: Plan) -> str:
     return ", ".join(f"{name} {value}" for name, value in parts if value is not None)
 
 
+def pool_line(plan: Plan) -> str:
+    kv_bytes, block_bytes = max(plan.memory.kv_cache_bytes, 0), plan.layout.block_bytes
+    if plan.pools is None:
+        return f"{kv_bytes:,} B // {block_bytes:,} B = {plan.capacity.num_blocks:,} blocks"
+    split = ", ".join(f"{pool.name} {pool.tokens:,} tokens x {pool.bytes_per_token:,} B" for pool in plan.pools.pools)
+    return f"{kv_bytes:,} B // {block_bytes:,} B = {plan.capacity.num_blocks:,} blocks, re-split into {split}"
+
+
 def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> str:
     cap, eng = plan.capacity, plan.engine
     version = f" {eng.version}" if eng.version else ""
@@ -84,13 +92,12 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> str:
     box = Box()
     memory_bar(plan, box)
     box.blank()
-    kv_bytes = plan.memory.kv_cache_bytes
     box.rows([
         ("knobs", [Span(knobs_line(plan))]),
         ("KV", [Span(f"{plan.kv_dtype} ({plan.kv_bytes} B), {plan.layout.bytes_per_token:,} B per token on the "
                      "limiting rank")]),
         ("formula", [Span(formula(plan))]),
-        ("pool", [Span(f"{max(kv_bytes, 0):,} B // {plan.layout.block_bytes:,} B = {cap.num_blocks:,} blocks")]),
+        ("pool", [Span(pool_line(plan))]),
         ("KV cache", [Span(f"{cap.tokens:,} tokens", "bold"), Span(f" (as {eng.label} logs '{eng.kv_log}')")]),
         ("concurrency", [Span(f"{cap.max_concurrency:.2f}x", "bold"),
                          Span(f" at {eng.max_model_len:,} tokens per request ({cap.blocks_per_request:,} blocks "

@@ -4,13 +4,16 @@ and GPU, settle the engine's settings, prepare the stages, take each stage's bud
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kvplan.deployment import Deployment
 from kvplan.deployment.knobs import AUTO
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+
+if TYPE_CHECKING:
+    from kvplan.capacity import SplitPools
 
 
 @dataclass(eq=False)
@@ -41,6 +44,29 @@ class Engine(Protocol):
         ...
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]: ...
+
+
+class PoolRules:
+    """How an engine lays its pool out beyond the block budget. The defaults (one pool; KV heads split over the
+    whole TP group; no cap on requests but max_num_seqs) are vLLM's and TensorRT-LLM's; an engine with other rules
+    subclasses this and overrides them."""
+
+    def kv_tensor_parallel(self, target: Target) -> int:
+        """The ranks a layer's KV heads are divided over."""
+        return target.deployment.tensor_parallel_size
+
+    def pools(self, target: Target, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
+              kv_tp: int) -> SplitPools | None:
+        """Separate token pools the profiled `tokens` of pipeline stage `stage` are re-split into; None: one."""
+        return None
+
+    def request_cap(self, target: Target, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
+        """A limit on running requests the engine sets from its memory, beyond max_num_seqs, and a note."""
+        return None, None
+
+
+def pool_rules(engine: Engine) -> PoolRules:
+    return engine if isinstance(engine, PoolRules) else PoolRules()
 
 
 def plan(engine: Engine, target: Target) -> Plan:
@@ -75,4 +101,5 @@ def _plan(engine: Engine, target: Target) -> Plan:
     prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings)
     memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
                 for stage in prepared.stages]
-    return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings))
+    return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings),
+                             pool_rules(engine))

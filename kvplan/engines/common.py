@@ -7,13 +7,15 @@ from dataclasses import dataclass, replace
 from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
-from kvplan.engines.base import Target
+from kvplan.engines.base import PoolRules, Target
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer, RecurrentState, StateOnly
 from kvplan.models.model import ModelSpec
 from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.units import GiB, canonical_dtype, dtype_bytes, kv_cache_format
 from kvplan.weights import ExpertPlacement, WeightLayout, weight_layout
+
+FLAT_POOL_NOTE = "sliding and chunked layers are counted as caching every token (one flat pool)"
 
 
 @dataclass(eq=False)
@@ -49,7 +51,7 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
-        notes.append("sliding and chunked layers are counted as caching every token (one flat pool)")
+        notes.append(FLAT_POOL_NOTE)
     unified = settings is not None and not settings.hybrid_kv_manager
     if unified and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
@@ -187,13 +189,15 @@ def ladder_contexts(target: Target, max_model_len: int) -> tuple[list[int], str 
 
 
 def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, memories: list[Memory],
-               notes: list[str]) -> Plan:
+               notes: list[str], rules: PoolRules | None = None) -> Plan:
     spec, dep, gpu = target.spec, target.deployment, target.gpu
+    rules = rules or PoolRules()
     tp = dep.tensor_parallel_size
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
-    layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes, tp,
-                           settings.max_model_len)
+    kv_tp = rules.kv_tensor_parallel(target)
+    layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes,
+                           kv_tp, settings.max_model_len)
     settings, hybrid_notes = _aligned(settings, layouts[0])
     notes += hybrid_notes
     pairs = list(zip(layouts, memories, strict=True))
@@ -206,6 +210,15 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     fits_everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups for lay, mem in pairs)
     # vLLM's estimate of the longest request searches up to max_model_len, never beyond it.
     longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, length) for lay, mem in pairs)
+    split = rules.pools(target, settings, limiting, num_blocks * settings.block_size, prepared.kv_bytes, kv_tp)
+    if split is not None:  # the profiled tokens re-split into pools that must each hold the request
+        notes = [note for note in notes if note != FLAT_POOL_NOTE]
+        fits_everywhere, longest = split.fits(length), split.longest(length)
+        request_bytes = split.request_bytes(length)
+    request_cap, cap_note = rules.request_cap(target, settings, memory)
+    if cap_note:
+        notes.append(cap_note)
+    caps = [cap for cap in (settings.max_num_seqs, request_cap) if cap is not None]
 
     contexts, ladder_note = ladder_contexts(target, length)
     if ladder_note:
@@ -213,9 +226,8 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     ladder = []
     for context in contexts:
         need = layout.blocks_per_request(context, mnbt)
-        kv_limited = num_blocks // need if need else 0
-        cap = settings.max_num_seqs
-        ladder.append(LadderRung(context, min(kv_limited, cap) if cap else kv_limited, kv_limited))
+        kv_limited = split.requests(context) if split is not None else num_blocks // need if need else 0
+        ladder.append(LadderRung(context, min([kv_limited, *caps]), kv_limited))
 
     error = _startup_error(target, settings, layout, memories, memory, fits_everywhere, request_bytes, longest)
     if not layout.groups:
@@ -225,6 +237,8 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     tokens = layout.reported_tokens(num_blocks)
     if settings.tokens_from_concurrency and _has_states(layout):
         tokens = num_blocks * length // per_request if per_request else 0
+    if split is not None:  # tokens: the engine's max_total_num_tokens; num_blocks stays the profiled pages
+        concurrency_value, tokens = split.concurrency(length), split.pools[0].tokens
     capacity = Capacity(
         num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),
         fits=error is None and bool(layout.groups), max_model_len_that_fits=longest, blocks_per_request=per_request,
@@ -250,7 +264,7 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     return Plan(model=spec, gpu=gpu, tensor_parallel=tp, pipeline_parallel=dep.pipeline_parallel_size,
                 data_parallel=dep.data_parallel_size,
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
-                capacity=capacity, limiting_stage=limiting, error=error,
+                capacity=capacity, limiting_stage=limiting, error=error, pools=split,
                 notes=tuple(dict.fromkeys(notes + list(spec.notes))))
 
 

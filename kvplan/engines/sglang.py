@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines import common
-from kvplan.engines.base import Target
+from kvplan.engines.base import PoolRules, Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import RecurrentState, SlidingWindow, StateOnly
+from kvplan.models.layers import RecurrentState, StateOnly
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
 
@@ -39,6 +40,16 @@ CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_SSM_BYTES = 4  # mamba_ssm_dtype float32, where the config names none
 SWA_FULL_TOKENS_RATIO = 0.8
+# model_runner_kv_cache_mixin.py (v0.5.6-v0.5.9) init_memory: running requests are capped at the Mamba slots //
+# calculate_mamba_ratio(), which is MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 with the radix cache on and no
+# extra state buffer (1 with --disable-radix-cache, 3 + 1 or 2 with the extra_buffer scheduling strategy).
+MAMBA_SLOTS_PER_RUNNING_REQUEST = 3
+# configs/model_config.py is_hybrid_swa_model (v0.5.6-v0.5.9; Gemma 4 joined later): the architectures SGLang
+# gives a full-attention and a sliding-window pool (SWAKVPool). Every other model with windowed layers (Gemma 2
+# and 3, Mistral's sliding_window) keeps every token of every layer in one pool.
+HYBRID_SWA_ARCHITECTURES = frozenset({
+    "Llama4ForConditionalGeneration", "GptOssForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2MTP",
+    "Step3p5ForCausalLM", "Step3p5MTP", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"})
 # SGLANG_VLM_CACHE_SIZE_MB's default (environ.py), reserved out of the KV budget of multimodal models; taken
 # before the Mamba split, since only then does S05's logged 124-slot Mamba pool follow from its printed memory.
 MULTIMODAL_RESERVATION_BYTES = 100 * MiB
@@ -158,20 +169,22 @@ def _vision_tower(target: Target) -> tuple[int, int] | None:
 
 def state_bytes_per_request(target: Target) -> int:
     """One request's Mamba / linear-attention state on one rank: the conv state in the served dtype, the SSM state
-    in the config's mamba_ssm_dtype or float32 (server_args' mamba_ssm_dtype default)."""
+    in the config's mamba_ssm_dtype or float32 (server_args' mamba_ssm_dtype default), its heads divided by the
+    attention TP size (configs/qwen3_next.py mamba2_cache_params: tp_world_size=get_attention_tp_size())."""
     spec, dep = target.spec, target.deployment
+    ranks = attention_tp(target)
     served = dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0])
     total = 0
     for layer in spec.layers:
         if isinstance(layer, RecurrentState):
             sized = replace(layer, conv_bytes=served, ssm_bytes=layer.ssm_bytes or MAMBA_SSM_BYTES)
-            total += sized.state_page_bytes(dep.tensor_parallel_size)
+            total += sized.state_page_bytes(ranks)
         elif isinstance(layer, StateOnly):  # a state the config does not size: its bytes where known
-            total += -(-(layer.state_bytes or 0) // dep.tensor_parallel_size)
+            total += -(-(layer.state_bytes or 0) // ranks)
     return total
 
 
-class Sglang:
+class Sglang(PoolRules):
     name = "sglang"
     label = "SGLang"
     versioned = False
@@ -203,13 +216,67 @@ class Sglang:
         fraction = settings.gpu_memory_utilization or 1
         before = max(total - CUDA_CONTEXT_BYTES, 0)
         held_back = int(before * (1 - fraction))
-        rest = rest_bytes(before, before - weights_bytes, fraction, multimodal=bool(target.spec.params.vision))
-        per_request = state_bytes_per_request(target)
-        if per_request and rest > 0:
-            rest -= mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, dep.max_mamba_cache_size)[1]
+        rest = self._rest(target, settings, weights_bytes)
+        if rest > 0:
+            rest -= self._mamba(target, rest)[1]
         pool = dep.kv_cache_memory_bytes if dep.kv_cache_memory_bytes is not None else rest
         return Memory(total, int(before * fraction), weights_bytes, non_torch_bytes=total - before,
                       reserve_bytes=held_back, kv_cache_bytes=pool)
+
+    @staticmethod
+    def _rest(target: Target, settings: EngineSettings, weights_bytes: int) -> int:
+        before = max(target.gpu.memory_bytes - CUDA_CONTEXT_BYTES, 0)
+        return rest_bytes(before, before - weights_bytes, settings.gpu_memory_utilization or 1,
+                          multimodal=bool(target.spec.params.vision))
+
+    @staticmethod
+    def _mamba(target: Target, rest: int) -> tuple[int, int]:
+        """(slots, bytes) of the Mamba state pool; (0, 0) for a model without states."""
+        dep, per_request = target.deployment, state_bytes_per_request(target)
+        if not per_request:
+            return 0, 0
+        given = dep.max_mamba_cache_size
+        if given is not None:  # handle_max_mamba_cache: a given size is shared by the attention-DP groups
+            given //= attention_dp(target)
+        return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
+
+    def kv_tensor_parallel(self, target: Target) -> int:
+        return attention_tp(target)
+
+    def pools(self, target: Target, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
+              kv_tp: int) -> SplitPools | None:
+        """set_num_tokens_hybrid_swa (model_runner_kv_cache_mixin.py, v0.5.6-v0.5.9), after the page alignment,
+        the --max-total-tokens cap and the minimum over pipeline stages: a hybrid-SWA architecture's profiled
+        tokens, whose cell counted every layer, re-split into a full-attention pool and a sliding-window pool of
+        swa_full_tokens_ratio times its tokens (all-SWA models: the one sliding pool). A request holds its whole
+        context in the full pool and, in the sliding pool, what the layer kind's page rule says (the window plus a
+        prefill chunk at most)."""
+        spec, page = target.spec, settings.block_size
+        if spec.architecture not in HYBRID_SWA_ARCHITECTURES:
+            return None
+        # the split counts the whole model's full and SWA layers (model_config's layer ids), whatever the stage
+        layers = [layer for layer in spec.layers if layer.holds_kv]
+        windowed = [layer for layer in layers if layer.drops_old_tokens]
+        full = [layer for layer in layers if not layer.drops_old_tokens]
+        if not windowed:
+            return None
+        swa_cell = sum(layer.bytes_per_token(kv_bytes, kv_tp) for layer in windowed)
+        chunk = settings.max_num_batched_tokens or settings.max_model_len
+        if not full:
+            return SplitPools((TokenPool("swa", tokens // page * page, swa_cell, windowed[0]),), page, chunk)
+        full_cell = sum(layer.bytes_per_token(kv_bytes, kv_tp) for layer in full)
+        full_tokens, swa = swa_split(tokens, full_cell, swa_cell, target.deployment.swa_full_tokens_ratio, page)
+        return SplitPools((TokenPool("full", full_tokens, full_cell, full[0]),
+                           TokenPool("swa", swa, swa_cell, windowed[0])), page, chunk)
+
+    def request_cap(self, target: Target, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
+        """init_memory: a Mamba hybrid runs at most max_mamba_cache_size // 3 requests at once."""
+        if not state_bytes_per_request(target):
+            return None, None
+        slots = self._mamba(target, max(self._rest(target, settings, memory.weights_bytes), 0))[0]
+        cap = slots // MAMBA_SLOTS_PER_RUNNING_REQUEST
+        return cap, (f"Mamba state slots cap running requests at {slots} // {MAMBA_SLOTS_PER_RUNNING_REQUEST} = "
+                     f"{cap} (SGLang's max_running_requests, radix cache on)")
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
         given = target.deployment.gpu_memory_utilization is not None
@@ -226,22 +293,40 @@ class Sglang:
                          "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
         per_request = state_bytes_per_request(target)
         if per_request and dep.max_mamba_cache_size is not None:
-            notes.append(f"Mamba state pool: {dep.max_mamba_cache_size} slots as given ({per_request:,} B per "
-                         "request per rank, one padding slot more); the full-attention KV pool gets the rest")
+            shared = (f" // attention DP {attention_dp(target)} = {dep.max_mamba_cache_size // attention_dp(target)}"
+                      if attention_dp(target) > 1 else "")
+            notes.append(f"Mamba state pool: {dep.max_mamba_cache_size} slots as given{shared} ({per_request:,} B "
+                         "per request per rank, one padding slot more); the full-attention KV pool gets the rest")
         elif per_request:
             ratio = MAMBA_FULL_MEMORY_RATIO if dep.mamba_full_memory_ratio is None else dep.mamba_full_memory_ratio
             notes.append(f"Mamba state pool: {ratio} : 1 of the rest memory between states "
                          f"({per_request:,} B per request per rank, one padding slot more) and the full-attention "
                          "KV pool")
         if attention_dp(target) > 1:
-            notes.append(f"attention data parallel {attention_dp(target)}: SGLang keeps the KV heads of TP "
-                         f"{dep.tensor_parallel_size} // {attention_dp(target)} ranks on each rank; kvplan's pool "
-                         "still divides the heads by the whole TP size (its reserve is SGLang's)")
-        if dep.swa_full_tokens_ratio is not None and any(isinstance(layer, SlidingWindow) for layer in
-                                                         target.spec.layers):
-            notes.append(f"swa_full_tokens_ratio {dep.swa_full_tokens_ratio}: SGLang splits the pool between "
-                         "sliding-window and full-attention layers (sglang.swa_split); kvplan counts one flat pool")
+            notes.append(f"attention data parallel {attention_dp(target)}: each rank keeps the KV heads of TP "
+                         f"{dep.tensor_parallel_size} // {attention_dp(target)} = {self.kv_tensor_parallel(target)} "
+                         "ranks")
+        if any(layer.drops_old_tokens for layer in target.spec.layers):
+            notes.append(_window_note(target))
         return notes
+
+
+def _window_note(target: Target) -> str:
+    ratio = target.deployment.swa_full_tokens_ratio
+    if target.spec.architecture not in HYBRID_SWA_ARCHITECTURES:
+        return (f"{target.spec.architecture} is not one of SGLang's hybrid-SWA architectures: its sliding and "
+                "chunked layers cache every token in one pool" + (f"; swa_full_tokens_ratio {ratio} does not apply"
+                                                                 if ratio is not None else ""))
+    shown = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
+    return (f"swa_full_tokens_ratio {shown}: SGLang splits the profiled tokens into a full-attention pool and a "
+            f"sliding-window pool of {shown} x its tokens (full_layer_tokens / swa_layer_tokens)")
+
+
+def attention_tp(target: Target) -> int:
+    """get_attention_tp_size, which get_cell_size_per_token, the KV pools and the Mamba state shapes divide heads
+    by (layers/dp_attention.py compute_dp_attention_world_info, v0.5.x): TP // attn_dp with attention data
+    parallelism."""
+    return max(1, target.deployment.tensor_parallel_size // attention_dp(target))
 
 
 def attention_dp(target: Target) -> int:
