@@ -101,6 +101,14 @@ def key_lines(root: Any, where: str) -> dict[KeyPath, int]:
     return lines
 
 
+class ExpansionError(KvplanError):
+    """A YAML document that expands past the limits (aliases); node_line: where the count ran over."""
+
+    def __init__(self, message: str, where: str, node_line: int) -> None:
+        super().__init__(message, where)
+        self.node_line = node_line
+
+
 def _check_size(root: Any, where: str) -> None:
     import yaml
 
@@ -110,14 +118,23 @@ def _check_size(root: Any, where: str) -> None:
         node, depth = stack.pop()
         seen += 1
         if seen > MAX_NODES or depth > 200:
-            raise KvplanError(f"YAML expands to more than {MAX_NODES:,} values or 200 levels (aliases?); "
-                              "not a deployment file", where)
+            raise ExpansionError(f"YAML expands to more than {MAX_NODES:,} values or 200 levels (aliases?); "
+                                 "not a deployment file", where, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 stack.append((key, depth + 1))
                 stack.append((value, depth + 1))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
+
+
+def read_engine_config(path: str, engine: str) -> Draft:
+    """The engine's own --config file: trtllm-serve's LLM-API options YAML, else a file of flag names."""
+    if engine == "trtllm":
+        from kvplan.deployment.trtllm_config import read_options
+
+        return read_options(path)
+    return read_config(path, engine)
 
 
 def read_config(path: str, engine: str = "vllm") -> Draft:

@@ -126,16 +126,28 @@ KNOBS: dict[str, tuple[str, str]] = {
     "extra-llm-api-options": ("config", "value"),
 }
 
-# Keys of the --config / --extra_llm_api_options YAML (LLM-API argument names, nested with '.') that set the
-# same things -> kvplan field. kv_cache_config.max_gpu_total_bytes caps the KV pool in bytes (with
+# The --config / --extra_llm_api_options YAML: LLM-API arguments (TorchLlmArgs, the PyTorch backend's), nested
+# mappings written with '.' (kv_cache_config.max_tokens). Read from tensorrt_llm/llmapi/llm_args.py (BaseLlmArgs,
+# TorchLlmArgs, KvCacheConfig, as stored in 2026). Both models are pydantic with extra="forbid", so TensorRT-LLM
+# refuses a key it does not know; kvplan does too. serve.py passes the file through
+# update_llm_args_with_extra_options: an empty file is no options, a root that is not a mapping is refused;
+# kv_cache_config is merged key by key over the command line's (its --free_gpu_memory_fraction), not replaced.
+# Precedence: since NVIDIA/TensorRT-LLM#14812 (merged 2026-06, release 1.2) a flag typed on the command line wins
+# over the file, the file over the defaults (update_llm_args_with_extra_dict's explicit_cli_keys); before it the
+# file won over every flag.
+# Key -> kvplan field. kv_cache_config.max_gpu_total_bytes caps the KV pool in bytes (0, its default: no cap; with
 # free_gpu_memory_fraction also set, the smaller wins), like vLLM's --kv-cache-memory-bytes;
 # kv_cache_config.max_tokens caps it in tokens (kvplan's max_total_tokens, SGLang's --max-total-tokens).
+# A field that is not one of the Deployment's (expert_parallel_size, backend) is accepted and noted.
 EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "kv_cache_config.free_gpu_memory_fraction": "gpu_memory_utilization",
     "kv_cache_config.tokens_per_block": "block_size",
     "kv_cache_config.dtype": "kv_cache_dtype",
     "kv_cache_config.max_gpu_total_bytes": "kv_cache_memory_bytes",
     "kv_cache_config.max_tokens": "max_total_tokens",
+    "model": "model",
+    "revision": "revision",
+    "hf_revision": "revision",  # renamed to revision by update_llm_args_with_extra_dict
     "max_seq_len": "max_model_len",
     "max_batch_size": "max_num_seqs",
     "max_num_tokens": "max_num_batched_tokens",
@@ -143,7 +155,72 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "pipeline_parallel_size": "pipeline_parallel_size",
     "moe_expert_parallel_size": "expert_parallel_size",
     "dtype": "dtype",
+    "backend": "backend",
 }
+
+# Keys whose value is a mapping that kvplan reads key by key; every other mapping-valued key is taken whole.
+EXTRA_OPTIONS_SECTIONS: tuple[str, ...] = ("kv_cache_config",)
+
+# Keys that change GPU memory in ways kvplan does not model -> what changes. A mapping-valued key covers its keys.
+EXTRA_OPTIONS_NOTED: dict[str, str] = {
+    "kv_cache_config.max_attention_window": "per-layer attention windows: fewer tokens kept per sequence",
+    "kv_cache_config.sink_token_length": "sink tokens always kept in the attention window",
+    "kv_cache_config.cross_kv_cache_fraction": "a share of the pool kept for cross attention (encoder-decoder)",
+    "kv_cache_config.use_uvm": "KV cache in unified memory",
+    "kv_cache_config.mamba_ssm_cache_dtype": "Mamba state dtype",
+    "kv_cache_config.use_kv_cache_manager_v2": "the experimental KV cache manager v2",
+    "kv_cache_config.max_util_for_resume": "KV cache manager v2's resume threshold",
+    "cuda_graph_config": "CUDA graphs for decode batches: up to 200 MB each, says llm_args.py",
+    "enable_chunked_prefill": "chunked context: prefill activations bounded by max_num_tokens",
+    "enable_attention_dp": "attention data parallel: attention weights replicated, each rank holds its own KV",
+    "attention_dp_config": "attention data parallel scheduling",
+    "enable_lm_head_tp_in_adp": "LM head sliced over TP under attention DP",
+    "max_beam_width": "beam search: each request holds KV for every beam",
+    "context_parallel_size": "context parallel: KV sharded over CP ranks",
+    "cp_config": "context parallel settings",
+    "moe_cluster_parallel_size": "MoE expert-cluster parallelism: expert weight placement",
+    "moe_tensor_parallel_size": "MoE expert weights sliced over their own TP size",
+    "moe_config": "MoE backend and load balancer: expert weight placement",
+    "pp_partition": "uneven pipeline stages",
+    "speculative_config": "speculative decoding: draft model weights and KV",
+    "decoding_config": "speculative decoding (deprecated form)",
+    "enable_lora": "LoRA adapters",
+    "lora_config": "LoRA adapters and their cache",
+    "peft_cache_config": "LoRA adapter cache on the GPU",
+    "sparse_attention_config": "sparse attention: KV kept per token changes",
+    "cache_transceiver_config": "disaggregated serving: KV transfer buffers",
+    "kv_connector_config": "KV cache connector",
+    "torch_compile_config": "torch.compile and piecewise CUDA graphs",
+    "gather_generation_logits": "generation logits kept on the GPU",
+    "quant_config": "quantization settings",
+    "force_dynamic_quantization": "weights quantized at load time",
+    "model_kwargs": "values that replace the model's config.json",
+    "mm_encoder_only": "only the vision encoder is loaded",
+    "multimodal_config": "multimodal encoder settings",
+    "load_format": "dummy weights or another loader",
+    "checkpoint_format": "checkpoint format",
+    "enable_min_latency": "min-latency mode (Llama 4)",
+    "disable_overlap_scheduler": "no overlap scheduler: one batch's buffers fewer",
+    "attn_backend": "attention backend: its workspace",
+    "build_config": "TensorRT-engine build settings",
+}
+
+# Keys that do not change GPU memory for the KV cache, weights or activations (a mapping-valued key: all of it).
+EXTRA_OPTIONS_INERT: tuple[str, ...] = (
+    "kv_cache_config.enable_block_reuse", "kv_cache_config.enable_partial_reuse",
+    "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.host_cache_size", "kv_cache_config.onboard_blocks",
+    "kv_cache_config.secondary_offload_min_priority", "kv_cache_config.event_buffer_max_size",
+    "kv_cache_config.attention_dp_events_gather_period_ms",
+    "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",
+    "tokenizer_revision", "gpus_per_node", "guided_decoding_backend", "batched_logits_processor",
+    "iter_stats_max_iterations", "request_stats_max_iterations", "scheduler_config", "num_postprocess_workers",
+    "postprocess_tokenizer_dir", "reasoning_parser", "otlp_traces_endpoint", "return_perf_metrics",
+    "perf_metrics_max_requests", "orchestrator_type", "env_overrides", "garbage_collection_gen0_threshold",
+    "sampler_type", "enable_iter_perf_stats", "enable_iter_req_stats", "print_iter_log", "batch_wait_timeout_ms",
+    "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "enable_autotuner", "enable_layerwise_nvtx_marker",
+    "stream_interval", "allreduce_strategy", "checkpoint_loader", "ray_worker_extension_cls", "telemetry_config",
+    "max_input_len", "fail_fast_on_attention_window_too_large", "disagg_cluster",
+)
 
 # Every other `serve` option that does not change GPU memory for the KV cache, weights or activations -> arity.
 INERT: dict[str, str] = {

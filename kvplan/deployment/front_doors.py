@@ -1,6 +1,6 @@
-"""The front doors that combine sources: kvplan's command line (its own options, engine flags, a vLLM --config
-file and a pasted launch command). Precedence as in vLLM: the file, then the pasted command, then the flags
-typed to kvplan."""
+"""The front doors that combine sources: kvplan's command line (its own options, engine flags, the engine's
+--config file and a pasted launch command). Precedence as in vLLM and TensorRT-LLM 1.2+: the file, then the
+pasted command, then the flags typed to kvplan."""
 
 from __future__ import annotations
 
@@ -37,14 +37,22 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
             raise KvplanError(f"the pasted command starts {launcher[0]}, so its flags are {launcher[0]}'s; drop "
                               f"--engine or paste a {own['engine'][0]} command", own["engine"][1])
         engine = str(launcher[0] if launcher else engine).lower()
-    if config is not None:
-        from kvplan.deployment.config_file import read_config
-
-        draft.override(read_config(config, engine))
-    if pasted_draft is not None:
-        draft.override(pasted_draft)
+    flags_draft = None
     if flags:  # the launch-command parser loads only when there are engine flags to read
         from kvplan.deployment.launch import parse_flags, version_tuple
 
-        draft.override(parse_flags(flags, engine, "command line", version=version_tuple(version)))
+        flags_draft = parse_flags(flags, engine, "command line", version=version_tuple(version))
+        flagged = flags_draft.values.pop("config", None)  # trtllm-serve's --extra_llm_api_options, typed to kvplan
+        if flagged is not None:
+            if config is not None:
+                raise KvplanError(f"one options file: --config {config} is given too", flagged[1])
+            config = str(flagged[0])
+    if config is not None:
+        from kvplan.deployment.config_file import read_engine_config
+
+        draft.override(read_engine_config(config, engine))
+    if pasted_draft is not None:
+        draft.override(pasted_draft)
+    if flags_draft is not None:
+        draft.override(flags_draft)
     return draft.override(typed).deployment()

@@ -157,7 +157,6 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
         # the file sits under the flags, as in vLLM and TensorRT-LLM >= 1.2 (flags_trtllm.EXTRA_OPTIONS_KNOBS)
         base = read_engine_config(str(config[0]), chosen)
         draft = base.override(draft)
-        return draft.override(flags).override(base)
     return draft.override(flags)
 
 

@@ -1,0 +1,155 @@
+"""trtllm-serve's --config / --extra_llm_api_options YAML (kvplan/deployment/trtllm_config.py): its values reach
+the plan, flags typed on the command line win over it (TensorRT-LLM >= 1.2, NVIDIA/TensorRT-LLM#14812), and a
+bad file is one line naming file:line, exit 2.
+
+Pool figures: Qwen/Qwen2.5-7B on an H100 (85,018,877,624 B) under kvplan's TensorRT-LLM rule, as derived in
+tests/test_trtllm_rules.py: weights 15,231,233,024 + activations 2,489,466,223 + CUDA context 654,982,512 leave
+66,643,195,865 B free; 57,344 B of KV per token (bf16)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvplan.api import estimates
+from kvplan.deployment.front_doors import from_cli
+from kvplan.deployment.launch import parse_command
+from kvplan.errors import KvplanError
+
+MODEL = "Qwen/Qwen2.5-7B"
+
+
+def write(tmp_path: Path, text: str, name: str = "extra.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def plan_of(deployment):
+    return estimates(deployment, (), False, None)[0].plan
+
+
+def pasted(*words: str):
+    return from_cli({"gpu": ("h100", "--gpu")}, [], None, ["trtllm-serve", MODEL, *words], environ={})
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kvplan.cli.app", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_max_tokens_caps_the_pool(tmp_path):
+    # kv_cache_config.max_tokens 100,001 is below the 1,045,948 tokens the 0.9 fraction gives: ceilDiv(100,001, 32)
+    # = 3,126 blocks = 100,032 tokens
+    config = write(tmp_path, "kv_cache_config:\n  max_tokens: 100001\n")
+    plan = plan_of(pasted("--config", config))
+    assert plan.capacity.num_blocks == 3_126 and plan.capacity.tokens == 100_032
+
+
+def test_free_gpu_memory_fraction_changes_the_pool(tmp_path):
+    # 66,643,195,865 x 0.5 = 33,321,597,932 B // 57,344 = 581,082 tokens -> ceilDiv by 32 = 18,159 blocks
+    config = write(tmp_path, "kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n")
+    plan = plan_of(pasted("--extra_llm_api_options", config))
+    assert plan.capacity.num_blocks == 18_159 and plan.capacity.tokens == 581_088
+
+
+def test_tokens_per_block_sets_the_block(tmp_path):
+    # 0.9 (0.8999999761581421 as a C++ float) of 66,643,195,865 = 59,978,874,689 B // 57,344 = 1,045,948 tokens
+    # -> ceilDiv by 64 = 16,343 blocks of 64 = 1,045,952 tokens
+    config = write(tmp_path, "kv_cache_config:\n  tokens_per_block: 64\n")
+    plan = plan_of(pasted("--config", config))
+    assert plan.capacity.num_blocks == 16_343 and plan.capacity.tokens == 1_045_952
+
+
+def test_max_gpu_total_bytes_zero_is_no_cap(tmp_path):
+    # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 32,686 blocks stay
+    config = write(tmp_path, "kv_cache_config:\n  max_gpu_total_bytes: 0\n")
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 32_686
+
+
+def test_flag_on_the_command_line_wins_over_the_file(tmp_path):
+    # explicit CLI > YAML > defaults (update_llm_args_with_extra_dict with explicit_cli_keys, TensorRT-LLM 1.2)
+    config = write(tmp_path, "max_batch_size: 64\nmax_num_tokens: 4096\nkv_cache_config:\n"
+                             "  free_gpu_memory_fraction: 0.5\n")
+    dep = parse_command(["trtllm-serve", MODEL, "--config", config, "--max_batch_size", "32",
+                         "--free_gpu_memory_fraction", "0.7"]).deployment()
+    assert dep.max_num_seqs == 32 and dep.gpu_memory_utilization == 0.7
+    assert dep.max_num_batched_tokens == 4096  # not on the command line: the file's, over the default 8192
+    assert dep.where("max_num_batched_tokens") == f"{config}:2: max_num_tokens"
+    assert f"--max_batch_size 32 wins over {config}:1: max_batch_size 64" in dep.notes
+
+
+def test_flags_typed_to_kvplan_win_over_its_config_file(tmp_path):
+    config = write(tmp_path, "max_seq_len: 8192\ntensor_parallel_size: 2\n")
+    dep = from_cli({"engine": ("trtllm", "--engine"), "model": (MODEL, "--model")}, ["--tp_size", "4"], config,
+                   None, environ={})
+    assert dep.tensor_parallel_size == 4 and dep.max_model_len == 8192
+
+
+def test_known_keys_are_noted_or_listed(tmp_path):
+    config = write(tmp_path, "kv_cache_config:\n  enable_block_reuse: false\ncuda_graph_config:\n"
+                             "  enable_padding: true\n  max_batch_size: 64\nprint_iter_log: true\n"
+                             "moe_expert_parallel_size: 2\n")
+    notes = parse_command(["trtllm-serve", MODEL, "--config", config]).deployment().notes
+    assert f"{config}: not memory-relevant: kv_cache_config.enable_block_reuse, print_iter_log" in notes
+    assert any(n.startswith(f"{config}:3: cuda_graph_config is accepted but not modelled (CUDA graphs") for n in notes)
+    assert f"{config}:7: moe_expert_parallel_size is accepted but not modelled" in notes
+
+
+def test_empty_file_is_no_options(tmp_path):
+    # update_llm_args_with_extra_options reads an empty file as {}: the defaults' 32,686 blocks
+    config = write(tmp_path, "# nothing yet\n")
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 32_686
+
+
+@pytest.mark.parametrize(("text", "where", "message"), [
+    ("max_batch_size: 8\nkv_cache_config:\n  max_token: 100\n", ":3: kv_cache_config.max_token",
+     "did you mean kv_cache_config.max_tokens?"),
+    ("max_batch_sise: 8\n", ":1: max_batch_sise", "did you mean max_batch_size?"),
+    ("kv_cache_config:\n  max_tokens: 1\n  max_tokens: 2\n", ":3", "given twice (lines 2 and 3)"),
+    ("- max_batch_size: 8\n", ":1", "expected a mapping of LLM-API options"),
+    ("kv_cache_config: 0.9\n", ":1: kv_cache_config", "expected a mapping of kv_cache_config fields"),
+    ("max_batch_size: lots\n", ":1: max_batch_size", ""),
+    ("kv_cache_config:\n  free_gpu_memory_fraction: 1.5\n", ":2: kv_cache_config.free_gpu_memory_fraction",
+     "must be within (0, 1]"),
+])
+def test_bad_files_are_one_line_errors(tmp_path, text, where, message):
+    config = write(tmp_path, text)
+    with pytest.raises(KvplanError) as caught:
+        parse_command(["trtllm-serve", MODEL, "--config", config]).deployment()
+    assert str(caught.value).startswith(config + where + ": ") and message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_billion_laughs_is_refused_with_its_line(tmp_path):
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]" for i in range(8)]
+    config = write(tmp_path, "\n".join(lines) + "\n")
+    result = run_cli("estimate", "--gpu", "h100", "--", "trtllm-serve", MODEL, "--config", config)
+    assert result.returncode == 2 and result.stdout == ""
+    error = result.stderr.strip()
+    assert error.startswith(f"kvplan: error: {config}:") and "expands to more than" in error
+    assert int(error.split(f"{config}:")[1].split(":")[0]) in range(1, 10) and len(error.splitlines()) == 1
+
+
+def test_bad_key_exits_2_naming_file_line_and_key(tmp_path):
+    config = write(tmp_path, "kv_cache_config:\n  max_tokns: 100\n")
+    result = run_cli("estimate", "--gpu", "h100", "--engine", "trtllm", "--model", MODEL, "--config", config)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().startswith(f"kvplan: error: {config}:2: kv_cache_config.max_tokns: unknown")
+
+
+def test_same_plan_through_both_front_doors(tmp_path):
+    # kv_cache_config.max_tokens 100,001 -> 3,126 blocks either way
+    config = write(tmp_path, "kv_cache_config:\n  max_tokens: 100001\nmax_seq_len: 8192\n")
+    through_option = run_cli("estimate", "--gpu", "h100", "--engine", "trtllm", "--model", MODEL, "--config",
+                             config, "--json")
+    through_paste = run_cli("estimate", "--gpu", "h100", "--json", "--", "trtllm-serve", MODEL, "--config", config)
+    assert through_option.returncode == 0 and through_paste.returncode == 0, through_option.stderr
+    first, second = json.loads(through_option.stdout), json.loads(through_paste.stdout)
+    assert first["capacity"]["num_blocks"] == 3_126 and first["capacity"] == second["capacity"]
+    assert first["memory"] == second["memory"]
