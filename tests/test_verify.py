@@ -232,6 +232,19 @@ def test_pasted_launch_command(capsys):
     assert "10 blocks x 16 tokens" in out and "bytes match the plan" in out
 
 
+def test_sglang_attention_data_parallel_keeps_more_kv_heads_per_rank(capsys):
+    # SGLang at TP 4 with --attn-dp-size 2 runs attention over TP 4 / 2 = 2 ranks: Qwen2.5-7B's 4 KV heads give 2
+    # per rank, so one token (SGLang's page is 1 token) is 2 (K, V) x 28 layers x 2 heads x 128 x 2 B = 28,672 B;
+    # 64 MiB = 67,108,864 B holds 67,108,864 // 28,672 = 2,340 pages.
+    code, out, err = run_cli(["verify", "--device", "cpu", "--gpu", "h100", "--engine", "sglang", "--model",
+                              "Qwen/Qwen2.5-7B", "-tp", "4", "--attn-dp-size", "2", "--kv-cache-memory-bytes", "64MiB",
+                              "--context", "32", "--batch", "2", "--json"], capsys)
+    document = json.loads(out)
+    assert code == 0, err
+    assert document["plan"] == {"num_blocks": 2_340, "pool_bytes": 2_340 * 28_672}
+    assert document["allocated"]["ok"] and document["decode"]["ok"]
+
+
 def test_config_file_door(tmp_path, capsys):
     serve = tmp_path / "serve.yaml"
     serve.write_text("model: Qwen/Qwen2.5-0.5B\nkv-cache-memory-bytes: 1MiB\n")

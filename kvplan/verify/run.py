@@ -135,7 +135,7 @@ def _verify(options: Options, device: Device, target: RankTarget, notes: list[st
             context = min(options.context, plan.engine.max_model_len)
             progress.step("paged decode")
             decode = run_decode(pool, decode_lengths(options.batch, context), plan.model.num_attention_heads,
-                                plan.tensor_parallel, chosen, options.seed + target.rank)
+                                target.attention_tp, chosen, options.seed + target.rank)
             notes.extend(decode.notes)
         except OutOfMemory:
             notes.append("the decode step's working tensors did not fit beside the pool; lower --batch or --context")

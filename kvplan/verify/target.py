@@ -24,6 +24,7 @@ class RankTarget:
     shape: PoolShape
     weights_bytes: int  # this rank's weights, held through the run
     working_bytes: int  # activations, non-torch memory, CUDA graphs: released for the decode step
+    attention_tp: int  # the ranks attention heads are split over (TP; TP / attention-DP for SGLang)
 
     @property
     def num_blocks(self) -> int:
@@ -56,7 +57,7 @@ def gpu_choice(dep: Deployment, device: Device) -> GpuChoice:
 def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: str | None = None) -> RankTarget:
     from kvplan.api import draft_model, load_model
     from kvplan.engines import engine, estimate
-    from kvplan.engines.base import Target
+    from kvplan.engines.base import Target, pool_rules
     from kvplan.engines.common import prepare
 
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -73,9 +74,11 @@ def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: s
     # vLLM numbers ranks tp-fastest: rank = pp_rank * tp + tp_rank
     pp_rank, tp_rank = divmod(rank, tp)
     settings = plan.engine
-    stages = prepare(Target(spec, dep, choice, (), draft), flat_pool=engine(dep.engine).flat_pool,
-                     settings=settings).stages
-    layouts = pool_layouts([stage.layers for stage in stages], settings.block_size, plan.kv_bytes, tp,
+    target = Target(spec, dep, choice, (), draft)
+    chosen = engine(dep.engine)
+    stages = prepare(target, flat_pool=chosen.flat_pool, settings=settings).stages
+    kv_tp = pool_rules(chosen).kv_tensor_parallel(target)  # SGLang's attention DP keeps more KV heads per rank
+    layouts = pool_layouts([stage.layers for stage in stages], settings.block_size, plan.kv_bytes, kv_tp,
                            settings.max_model_len)
     if layouts[plan.limiting_stage].block_bytes != plan.layout.block_bytes:
         raise RuntimeError("verify's stage layouts drifted from the plan's: "
@@ -84,4 +87,4 @@ def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: s
     memory = plan.memory
     working = memory.activation_bytes + memory.non_torch_bytes + memory.cuda_graph_bytes + memory.reserve_bytes
     return RankTarget(rank, world, tp_rank, pp_rank, plan, layout, pool_shape(layout, stage.layers),
-                      stage.weights_bytes, max(0, working))
+                      stage.weights_bytes, max(0, working), kv_tp)
