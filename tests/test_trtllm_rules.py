@@ -34,7 +34,7 @@ def test_max_gpu_total_bytes_caps_the_pool():
 
 def test_max_tokens_caps_before_rounding_up():
     # kv_cache_config.max_tokens 100,001: the cap applies to tokens, then ceilDiv by 32 = 3,126 blocks = 100,032.
-    # (Deployment.max_total_tokens; trtllm-serve's YAML key is not mapped to it on the command line yet)
+    # (Deployment.max_total_tokens; tests/test_trtllm_config.py reads it from a trtllm-serve --config file)
     gpu = find_gpu("h100")
     dep = Deployment(engine="trtllm", gpu=gpu.id, max_model_len=8192, max_total_tokens=100_001)
     plan = engines_estimate(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
 
 HELP = "KV blocks, tokens and concurrency a deployment gets, as the engine will allocate them."
 EPILOG = (
@@ -41,8 +41,7 @@ def estimate(
     entrypoint: Annotated[str | None, typer.Option("--entrypoint", help="vLLM entry point whose batch defaults "
                                                    "apply: serve (vllm serve, default) or llm (offline LLM class).",
                                                    show_default=False)] = None,
-    config: Annotated[str | None, typer.Option("--config", help="A vLLM --config YAML file; flags given here "
-                                               "win over it.")] = None,
+    config: ConfigOpt = None,
     context: Annotated[str | None, typer.Option("--context", help="Context lengths for the ladder, e.g. 4K,32K.")] = None,
     suggest: Annotated[bool, typer.Option("--suggest", help="Show levers even when the deployment fits.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the deployment's JSON Schema and exit.")] = False,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
 
 HELP = "Play a workload through a plan's KV pool: contiguous reservation against paging, request by request."
 EPILOG = (
@@ -38,7 +38,7 @@ def simulate(
     gpu_memory: Annotated[str | None, typer.Option("--gpu-memory", help="Device memory instead of --gpu.")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
     vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting.")] = None,
-    config: Annotated[str | None, typer.Option("--config", help="A vLLM --config YAML file.")] = None,
+    config: ConfigOpt = None,
     kv_cache_memory: Annotated[str | None, typer.Option("--kv-cache-memory", help="The KV pool's size, instead of "
                                                         "the plan's: 8GiB, 8G (2^30) or 8GB (10^9).")] = None,
     requests: Annotated[int, typer.Option("--requests", help="Synthetic requests.")] = 1000,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
 
 if TYPE_CHECKING:
     from kvplan.sizing import Option, Sizing
@@ -57,8 +57,7 @@ def size(
     prices: Annotated[str | None, typer.Option("--prices", help="A YAML file of 'gpu: price per hour' lines.",
                                                show_default=False)] = None,
     top: Annotated[int, typer.Option("--top", help="How many options to list.", min=1, max=1000)] = 5,
-    config: Annotated[str | None, typer.Option("--config", help="A vLLM --config YAML file; flags given here "
-                                               "win over it.")] = None,
+    config: ConfigOpt = None,
     json_output: JsonFlag = False,
     revision: RevisionOpt = None,
     token: TokenOpt = None,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
 
 HELP = "Allocate the planned KV block pool on the real device and run a paged decode step over it."
 EPILOG = (
@@ -47,8 +47,7 @@ def verify(
     context: Annotated[str, typer.Option("--context", help="Longest sequence of the decode batch.")] = "1K",
     engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
     vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting.")] = None,
-    config: Annotated[str | None, typer.Option("--config", help="A vLLM --config YAML file; flags given here "
-                                               "win over it.")] = None,
+    config: ConfigOpt = None,
     json_output: JsonFlag = False,
     revision: RevisionOpt = None,
     token: TokenOpt = None,
