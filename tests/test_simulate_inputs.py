@@ -185,15 +185,20 @@ def test_cli_bad_input_is_one_line(capsys, args, where):
 
 
 def test_cli_plot_without_matplotlib(tmp_path):
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("matplotlib is installed here")
     target = tmp_path / "chart.png"
-    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "simulate", "--model", "Qwen/Qwen2.5-7B",
-                             "--gpu", "rtx3090", "--requests", "10", "--plot", str(target)],
-                            capture_output=True, text=True, timeout=120)
+    probe = ("import sys; sys.modules['matplotlib'] = None\nfrom kvplan.cli.app import main\n"
+             "sys.exit(main(['simulate', '--model', 'Qwen/Qwen2.5-7B', '--gpu', 'rtx3090', '--requests', '10', "
+             f"'--plot', {str(target)!r}]))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "matplotlib" in result.stderr and result.stderr.count("\n") == 1
     assert not target.exists()
+
+
+def test_cli_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")  # the test extra installs it
+    target = tmp_path / "chart.png"
+    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "simulate", "--model", "Qwen/Qwen2.5-7B",
+                             "--gpu", "rtx3090", "--requests", "50", "--plot", str(target)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
