@@ -220,26 +220,11 @@ class LatentAttention:
         return counter.latent_attention()
 
 
-@dataclass(frozen=True)
-class StateOnly:
-    """Mamba / linear-attention layers: a fixed state per sequence, nothing per token."""
+class _NoPages:
+    """Arithmetic of the kinds that hold nothing in the KV block pool. Holds no data, like _KeyValueHeads."""
 
-    state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
-    kind: ClassVar[str] = "none"
     holds_kv: ClassVar[bool] = False
     drops_old_tokens: ClassVar[bool] = False
-    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
-
-    @property
-    def kv_heads(self) -> int:
-        return 0
-
-    @property
-    def head_dim(self) -> int:
-        return 0
-
-    def heads_per_rank(self, tp: int) -> int:
-        return 0
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
         return 0
@@ -251,6 +236,26 @@ class StateOnly:
         return ()
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class StateOnly(_NoPages):
+    """Mamba / linear-attention layers: a fixed state per sequence, nothing per token."""
+
+    state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
+    kind: ClassVar[str] = "none"
+    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
+
+    @property
+    def kv_heads(self) -> int:
+        return 0
+
+    @property
+    def head_dim(self) -> int:
+        return 0
+
+    def heads_per_rank(self, tp: int) -> int:
         return 0
 
     def as_full(self) -> StateOnly:
@@ -435,31 +440,17 @@ RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState
 
 
 @dataclass(frozen=True)
-class SharedKv:
+class SharedKv(_NoPages):
     """An attention layer that reads the KV cache of an earlier layer (vLLM kv_sharing_target_layer_name,
     Gemma 3n's num_kv_shared_layers): it computes attention but caches nothing of its own."""
 
     kv_heads: int
     head_dim: int
     kind: ClassVar[str] = "shared"
-    holds_kv: ClassVar[bool] = False
-    drops_old_tokens: ClassVar[bool] = False
     has_mlp: ClassVar[bool] = True
 
     def heads_per_rank(self, tp: int) -> int:
         return max(1, self.kv_heads // tp)
-
-    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return 0
-
-    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
-        return 0
-
-    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
-        return ()
-
-    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
-        return 0
 
     def as_full(self) -> SharedKv:
         return self
