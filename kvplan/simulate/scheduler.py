@@ -21,7 +21,7 @@ from kvplan.simulate.allocators.base import Allocator
 from kvplan.simulate.meter import Meter
 from kvplan.simulate.pool import Pool, StepTime
 from kvplan.simulate.sequence import Seq
-from kvplan.simulate.workload import Workload
+from kvplan.simulate.workload import Request, Workload
 
 
 @dataclass
@@ -94,13 +94,19 @@ class _Run:
             return
         if not self.running and not self.waiting:
             self.clock = max(self.clock, arrivals[0].arrival)  # idle until the next request: no steps run
-        fits, seats = self.allocator.fits_ever, self.pool.max_num_seqs
-        while arrivals and (self.step_time is None or arrivals[0].arrival <= self.clock):
-            request = arrivals.popleft()
+        fits, seats, waiting = self.allocator.fits_ever, self.pool.max_num_seqs, self.waiting
+        arrived: list[Request] | deque[Request] = arrivals
+        if self.step_time is not None:
+            clock, arrived = self.clock, []
+            while arrivals and arrivals[0].arrival <= clock:
+                arrived.append(arrivals.popleft())
+        for request in arrived:
             if request.sharing.width > seats or not fits(request):
                 self.rejected += 1
             else:
-                self.waiting.append(Seq(request))
+                waiting.append(Seq(request))
+        if arrived is arrivals:
+            arrivals.clear()  # untimed: every request arrives at step 0
 
     def _event_step(self) -> None:
         step, allocator, running = self.step, self.allocator, self.running
@@ -218,9 +224,14 @@ class _Run:
         self.waiting.appendleft(resumed)
 
     def _decode_stretch(self) -> None:
-        """Runs the decode-only steps up to the next event at once."""
+        """Runs the decode-only steps up to the next event at once, and on while the events are quiet endings."""
+        while self._stretch() and self.running:
+            pass
+
+    def _stretch(self) -> bool:
+        """One stretch; True when it ended in a quiet ending step, after which another stretch may follow."""
         if self.step_time is not None and self.arrivals and self.arrivals[0].arrival <= self.clock:
-            return
+            return False
         waits_for_memory = False
         if self.waiting:
             head = self.waiting[0]
@@ -228,9 +239,9 @@ class _Run:
                 refused = self.refused
                 still_refused = refused is not None and refused[0] is head and refused[1] == self.allocator.releases
                 if not still_refused and self.allocator.can_admit(head):
-                    return
+                    return False
                 if self.allocator.frees_while_decoding():
-                    return  # step by step: the next freed block may admit it
+                    return False  # step by step: the next freed block may admit it
                 waits_for_memory = True
         ends = self.ends
         while ends and not ends[0][2].live:
@@ -244,11 +255,43 @@ class _Run:
             seconds = self.step_time.seconds(self.decode_tokens)
             if self.arrivals:
                 steps = min(steps, math.ceil((self.arrivals[0].arrival - self.clock) / seconds))
-        if steps <= 0:
-            return
-        ran, total, last = self.allocator.decode_steps(self.step, steps)
-        if ran:
-            self.meter.add(self.step, total, last, ran, len(self.running), ran * self.decode_tokens,
-                           waits_for_memory)
-            self.step += ran
-            self.clock += ran * seconds
+        if steps > 0:
+            ran, total, last = self.allocator.decode_steps(self.step, steps)
+            if ran:
+                self.meter.add(self.step, total, last, ran, len(self.running), ran * self.decode_tokens,
+                               waits_for_memory)
+                self.step += ran
+                self.clock += ran * seconds
+            if ran < steps:
+                return False
+        if ends and ends[0][0] == self.step and (change is None or change > self.step) and not (
+                self.arrivals and self.step_time is not None and self.arrivals[0].arrival <= self.clock):
+            return self._ending_step(waits_for_memory, seconds)
+        return False
+
+    def _ending_step(self, waits_for_memory: bool, seconds: float) -> bool:
+        """The step in which the stretch's first request ends, when nothing else happens in it: no arrival, no
+        admission (the stretch found the head refused, and memory only shrank since), no prefill, no window
+        block freed. It is the event step without the parts that would do nothing."""
+        step, allocator = self.step, self.allocator
+        if not allocator.grow(step):
+            return False  # a preemption: the event step handles it
+        if waits_for_memory:
+            head, refused = self.waiting[0], self.refused
+            if refused is None or refused[0] is not head or refused[1] != allocator.releases:
+                self.refused = (head, allocator.releases)  # what the event step's failed admission records
+        running = self.running
+        self.meter.add_step(step, allocator.usage(), len(running), self.decode_tokens, waits_for_memory)
+        ends, finished_at = self.ends, self.finished_at
+        ending = []
+        while ends and ends[0][0] <= step:
+            ending.append(heapq.heappop(ends)[2])
+        for seq in ending:
+            if seq.live:
+                self._finish(seq, seq.total)
+                self.completed += 1
+                finished_at[seq.request.id] = step
+        if self.step_time is not None:
+            self.clock += seconds
+        self.step = step + 1
+        return True

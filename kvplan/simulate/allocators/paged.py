@@ -190,7 +190,7 @@ class Paged:
         return changes[0][0] if changes else None
 
     def frees_while_decoding(self) -> bool:
-        return any(self.freeing)
+        return bool(self.windows) and any(self.freeing)
 
     def release(self, seq: Seq, length: int) -> None:
         self.releases += 1
@@ -240,7 +240,11 @@ class Paged:
         if freed:
             self.free += freed
             self.releases += 1
-        self._take(self.growth[phase])
+        taken = self.growth[phase]
+        if taken <= self.free:
+            self.free -= taken
+        else:
+            self._take(taken)
         self.internal += self.block_size * self.widths[phase] - self.decoding_width
         self.unshared += self.widths[phase] - self.freeing_unshared[phase]
         return True
