@@ -177,6 +177,8 @@ def test_cli_text_has_table_and_chart(capsys):
     (["--trace", str(FIXTURES / "bad_line.csv")], "bad_line.csv:3"),
     (["--plot", "chart.txt"], "--plot"),
     (["--gpu", "h100,rtx3090"], "--gpu"),
+    (["--beam-width", "-1"], "error: --beam-width"),
+    (["--kv-cache-memory", "1000B"], "error: --kv-cache-memory"),
 ])
 def test_cli_bad_input_is_one_line(capsys, args, where):
     code, out, err = cli(capsys, "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", *args)

@@ -41,7 +41,7 @@ def workload_from_options(*, trace: str | None, requests: int, prompt_len: str, 
         from kvplan.simulate.traces import read_trace
 
         return read_trace(trace, shared_prefix)
-    sharing = sharing_mode(n, beam_width, "--beam-width" if beam_width > 1 else "--n")
+    sharing = sharing_mode(n, beam_width, "--beam-width" if beam_width != 1 else "--n")
     return synthetic(requests, parse_distribution(prompt_len, "--prompt-len"),
                      parse_distribution(output_len, "--output-len"), sharing=sharing, shared_prefix=shared_prefix,
                      prefix_groups=prefix_groups, rate=rate, seed=seed)

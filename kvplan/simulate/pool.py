@@ -74,7 +74,8 @@ def pool_from_plan(plan: Plan, kv_cache_bytes: int | None = None, block_size: in
     pool_bytes = kv_cache_bytes if kv_cache_bytes is not None else plan.capacity.num_blocks * block_bytes
     if pool_bytes < block_bytes:
         why = f" ({plan.error})" if plan.error else ""
-        raise KvplanError(f"the KV pool ({pool_bytes:,} B) holds not one block of {block_bytes:,} B{why}", "--gpu")
+        raise KvplanError(f"the KV pool ({pool_bytes:,} B) holds not one block of {block_bytes:,} B{why}",
+                          "--kv-cache-memory" if kv_cache_bytes is not None else "--gpu")
     engine = plan.engine
     budget = engine.max_num_batched_tokens or engine.max_model_len
     full, windows, state_blocks = _groups(layout, budget)
