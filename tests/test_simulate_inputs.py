@@ -204,3 +204,14 @@ def test_cli_plot_writes_a_png(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
+
+
+def test_a_reservation_larger_than_the_pool_is_said_in_words(capsys):
+    # contiguous-max reserves max_model_len 4,096 tokens x 57,344 B (Qwen2.5-7B) = 234,881,024 B per request, more
+    # than a 200 MiB (209,715,200 B) pool: all 5 requests are turned away, while paging runs them (110 tokens each).
+    code, out, _ = cli(capsys, "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "4096",
+                       "--kv-cache-memory", "200MiB", "--requests", "5", "--prompt-len", "fixed:100",
+                       "--output-len", "fixed:10", "--allocators", "contiguous-max,paged")
+    assert code == 0
+    assert "contiguous-max turned away 5 request(s): what it reserves for one is more than the whole pool" in out
+    assert "paged turned away" not in out

@@ -66,6 +66,10 @@ def render_text(report: Report, width: int = 120) -> str:
     lines.append("real KV, reserved, int frag and ext frag split the pool, averaged over the steps in which a request "
                  "waited for memory (mem-bound: their share of the steps); ext frag is what was free while it "
                  "waited. shared: blocks saved by sharing over the blocks the same sequences would hold without it.")
+    for outcome in report.outcomes:
+        if outcome.rejected:
+            lines.append(f"{outcome.name} turned away {outcome.rejected:,} request(s): what it reserves for one "
+                         "is more than the whole pool, so they never ran.")
     never = [row["name"] for row in rows if row["split_over"] != "memory-bound steps"]
     if never:
         lines.append(f"No request waited for memory under {', '.join(never)}: the split there is over all steps.")
