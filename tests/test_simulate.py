@@ -232,3 +232,22 @@ def test_split_is_averaged_over_the_steps_that_wait_for_memory():
     assert result["steps"] == 100 and result["memory_bound_steps_pct"] == 50
     assert (result["token_states_pct"], result["reserved_pct"], result["internal_fragmentation_pct"],
             result["external_fragmentation_pct"]) == (6.13, 1.2, 92.68, 0)
+
+
+@pytest.mark.parametrize("second_prefix, steps", [(0, 20), (1, 24)])
+def test_a_cached_prefix_is_reused_after_its_request_ended(second_prefix, steps):
+    # One sequence at a time (max_num_seqs 1), chunks of 256 tokens, 66 blocks of 16. Request 0: prompt 1,040 (a
+    # 1,024-token prefix = 64 full blocks, then 16 own tokens), 8 output tokens: cdiv(1,040, 256) = 5 prefill steps
+    # (the last yields the first token) + 7 decode steps = 12. Its 64 prefix blocks stay cached, unreferenced, when
+    # it ends. Request 1 with the same prefix finds them: it prefills only its 16 own tokens (1 step) + 7 = 8, so
+    # 20 steps in all; with another prefix it evicts them and prefills all 1,040: 12 + 12 = 24. At the end the
+    # pool is 2 free blocks and 64 cached ones (66 - 64) either way, and without prefix caching all 66 are free.
+    the_pool = pool(66, max_model_len=4096, max_num_seqs=1, max_num_batched_tokens=256)
+    workload = Workload([Request(0, 0.0, 1040, 8, prefix_id=0, prefix_len=1024),
+                         Request(1, 0.0, 1040, 8, prefix_id=second_prefix, prefix_len=1024)])
+    paged = make_allocator("paged", the_pool, True)
+    result = simulate(workload, the_pool, paged).to_dict()
+    assert (result["completed"], result["steps"]) == (2, steps)
+    assert (paged.free, paged.cache.evictable) == (2, 64)
+    uncached = make_allocator("paged", the_pool, False)
+    assert simulate(workload, the_pool, uncached).to_dict()["steps"] == 24 and uncached.free == 66
