@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import (
+    ConfigOpt,
+    EngineOpt,
+    JsonFlag,
+    ModelOpt,
+    RevisionOpt,
+    TokenOpt,
+    VllmVersionOpt,
+    deployment_of,
+)
 
 HELP = "KV blocks, tokens and concurrency a deployment gets, as the engine will allocate them."
 EPILOG = (
@@ -30,14 +39,12 @@ TAKES_PASTED = True
 
 def estimate(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json or directory, "
-                                              "or Hub id.", show_default=False)] = None,
+    model: ModelOpt = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Catalogue id or alias; comma-separated to compare.")] = None,
     gpu_memory: Annotated[str | None, typer.Option("--gpu-memory", help="Device memory instead of --gpu: 24GiB "
                                                    "(2^30), 24G (vLLM's 2^30) or 24GB (10^9).")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting, e.g. 0.11; "
-                                                     "default the newest.")] = None,
+    engine: EngineOpt = None,
+    vllm_version: VllmVersionOpt = None,
     entrypoint: Annotated[str | None, typer.Option("--entrypoint", help="vLLM entry point whose batch defaults "
                                                    "apply: serve (vllm serve, default) or llm (offline LLM class).",
                                                    show_default=False)] = None,
@@ -58,14 +65,12 @@ def estimate(
         return 0
 
     from kvplan.api import estimates
-    from kvplan.deployment.front_doors import from_cli
     from kvplan.units import parse_contexts
 
-    own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "gpu_memory_bytes": (gpu_memory, "--gpu-memory"),
-           "engine": (engine, "--engine"), "engine_version": (vllm_version, "--vllm-version"),
-           "entrypoint": (entrypoint, "--entrypoint"), "revision": (revision, "--revision")}
-    deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config,
-                          PASTED.get())
+    deployment = deployment_of(ctx, config, model=(model, "--model"), gpu=(gpu, "--gpu"),
+                               gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
+                               engine_version=(vllm_version, "--vllm-version"),
+                               entrypoint=(entrypoint, "--entrypoint"), revision=(revision, "--revision"))
     results = estimates(deployment, tuple(parse_contexts(context, "--context")), suggest, token)
 
     if json_output:

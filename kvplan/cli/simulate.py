@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import (
+    ConfigOpt,
+    EngineOpt,
+    JsonFlag,
+    ModelOpt,
+    RevisionOpt,
+    TokenOpt,
+    VllmVersionOpt,
+    deployment_of,
+)
 
 HELP = "Play a workload through a plan's KV pool: contiguous reservation against paging, request by request."
 EPILOG = (
@@ -32,12 +41,11 @@ TAKES_PASTED = True
 
 def simulate(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json or directory, "
-                                              "or Hub id.", show_default=False)] = None,
+    model: ModelOpt = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Catalogue id or alias.")] = None,
     gpu_memory: Annotated[str | None, typer.Option("--gpu-memory", help="Device memory instead of --gpu.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting.")] = None,
+    engine: EngineOpt = None,
+    vllm_version: VllmVersionOpt = None,
     config: ConfigOpt = None,
     kv_cache_memory: Annotated[str | None, typer.Option("--kv-cache-memory", help="The KV pool's size, instead of "
                                                         "the plan's: 8GiB, 8G (2^30) or 8GB (10^9).")] = None,
@@ -66,7 +74,6 @@ def simulate(
     token: TokenOpt = None,
 ) -> int:
     from kvplan.api import estimates
-    from kvplan.deployment.front_doors import from_cli
     from kvplan.errors import KvplanError
     from kvplan.simulate.cli_inputs import allocator_names, check_plot_path, workload_from_options
     from kvplan.simulate.pool import parse_step_time
@@ -79,10 +86,10 @@ def simulate(
     workload = workload_from_options(trace=trace, requests=requests, prompt_len=prompt_len, output_len=output_len,
                                      n=n, beam_width=beam_width, shared_prefix=shared_prefix,
                                      prefix_groups=prefix_groups, rate=rate, seed=seed)
-    own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "gpu_memory_bytes": (gpu_memory, "--gpu-memory"),
-           "engine": (engine, "--engine"), "engine_version": (vllm_version, "--vllm-version"),
-           "revision": (revision, "--revision"), "kv_cache_memory_bytes": (kv_cache_memory, "--kv-cache-memory")}
-    deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config, PASTED.get())
+    deployment = deployment_of(ctx, config, model=(model, "--model"), gpu=(gpu, "--gpu"),
+                               gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
+                               engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"),
+                               kv_cache_memory_bytes=(kv_cache_memory, "--kv-cache-memory"))
     results = estimates(deployment, (), False, token)
     if len(results) > 1:
         raise KvplanError("simulate plays one GPU at a time; name one", "--gpu")

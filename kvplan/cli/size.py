@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import ConfigOpt, JsonFlag, ModelOpt, RevisionOpt, TokenOpt, VllmVersionOpt, deployment_of
 
 if TYPE_CHECKING:
     from kvplan.sizing import Option, Sizing
@@ -37,16 +37,14 @@ def size(
     target: Annotated[list[str] | None, typer.Option("--target", help="N@CONTEXT: N requests of CONTEXT "
                                                      "tokens at once, e.g. 32@8K; repeat for more.",
                                                      show_default=False)] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json or directory, "
-                                              "or Hub id.", show_default=False)] = None,
+    model: ModelOpt = None,
     gpus: Annotated[str | None, typer.Option("--gpus", help="Catalogue GPUs to search, comma-separated; default "
                                              "all.")] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="Most GPUs in one deployment.")] = 8,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node: the largest tensor-parallel "
                                                "size.")] = 8,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang or trtllm.")] = None,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting, e.g. 0.11; "
-                                                     "default the newest.")] = None,
+    vllm_version: VllmVersionOpt = None,
     kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 "
                                                        "(default auto,fp8).", show_default=False)] = None,
     quantization: Annotated[str | None, typer.Option("--quantization", help="Weight formats to try: none, fp8, awq, "
@@ -62,7 +60,6 @@ def size(
     revision: RevisionOpt = None,
     token: TokenOpt = None,
 ) -> int:
-    from kvplan.deployment.front_doors import from_cli
     from kvplan.errors import KvplanError
     from kvplan.sizing import size_deployment
     from kvplan.sizing.prices import parse_price_flags, read_price_file
@@ -72,9 +69,8 @@ def size(
     if price and prices:
         raise KvplanError("give prices as --price or in a --prices file, not both", "--prices")
     priced = parse_price_flags(price) if price else read_price_file(prices) if prices else None
-    own = {"model": (model, "--model"), "engine": (engine, "--engine"),
-           "engine_version": (vllm_version, "--vllm-version"), "revision": (revision, "--revision")}
-    deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config, PASTED.get())
+    deployment = deployment_of(ctx, config, model=(model, "--model"), engine=(engine, "--engine"),
+                               engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"))
     sizing = size_deployment(deployment, targets, gpus, max_gpus, gpus_per_node, kv_cache_dtype, quantization,
                              priced, token)
     if json_output:

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import PASTED, ConfigOpt, JsonFlag, RevisionOpt, TokenOpt
+from kvplan.cli.options import (
+    ConfigOpt,
+    EngineOpt,
+    JsonFlag,
+    ModelOpt,
+    RevisionOpt,
+    TokenOpt,
+    VllmVersionOpt,
+    deployment_of,
+)
 
 HELP = "Allocate the planned KV block pool on the real device and run a paged decode step over it."
 EPILOG = (
@@ -28,8 +37,7 @@ TAKES_PASTED = True
 
 def verify(
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json or directory, "
-                                              "or Hub id.", show_default=False)] = None,
+    model: ModelOpt = None,
     device: Annotated[str | None, typer.Option("--device", help="cuda, cuda:N or cpu (a dry run); default the "
                                                "first GPU.", show_default=False)] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="--device cpu only: plan for this catalogue GPU.")] = None,
@@ -45,14 +53,13 @@ def verify(
     nproc: Annotated[int, typer.Option("--nproc", help="Processes, one per rank (tensor x pipeline parallel).")] = 1,
     batch: Annotated[int, typer.Option("--batch", help="Sequences in the decode step.")] = 8,
     context: Annotated[str, typer.Option("--context", help="Longest sequence of the decode batch.")] = "1K",
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")] = None,
-    vllm_version: Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting.")] = None,
+    engine: EngineOpt = None,
+    vllm_version: VllmVersionOpt = None,
     config: ConfigOpt = None,
     json_output: JsonFlag = False,
     revision: RevisionOpt = None,
     token: TokenOpt = None,
 ) -> int:
-    from kvplan.deployment.front_doors import from_cli
     from kvplan.errors import KvplanError
     from kvplan.units import parse_human_int, parse_size
 
@@ -67,10 +74,9 @@ def verify(
     cap = parse_size(max_pool_bytes, "--max-pool-bytes")
     if cap <= 0:
         raise KvplanError("must be above 0", "--max-pool-bytes")
-    own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "gpu_memory_bytes": (gpu_memory, "--gpu-memory"),
-           "engine": (engine, "--engine"), "engine_version": (vllm_version, "--vllm-version"),
-           "revision": (revision, "--revision")}
-    deployment = from_cli({k: v for k, v in own.items() if v[0] is not None}, list(ctx.args), config, PASTED.get())
+    deployment = deployment_of(ctx, config, model=(model, "--model"), gpu=(gpu, "--gpu"),
+                               gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
+                               engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"))
     if (device or "").strip().lower() == "cpu" and deployment.gpu is None and deployment.gpu_memory_bytes is None \
             and deployment.kv_cache_memory_bytes is None:
         raise KvplanError("a CPU dry run plans for a GPU it does not have: name it with --gpu ID or --gpu-memory "
