@@ -239,13 +239,8 @@ class _NoPages:
         return 0
 
 
-@dataclass(frozen=True)
-class StateOnly(_NoPages):
-    """Mamba / linear-attention layers: a fixed state per sequence, nothing per token."""
-
-    state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
-    kind: ClassVar[str] = "none"
-    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
+class _NoHeads:
+    """The kinds whose layers keep a state rather than per-token K and V heads."""
 
     @property
     def kv_heads(self) -> int:
@@ -257,6 +252,18 @@ class StateOnly(_NoPages):
 
     def heads_per_rank(self, tp: int) -> int:
         return 0
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class StateOnly(_NoPages, _NoHeads):
+    """Mamba / linear-attention layers: a fixed state per sequence, nothing per token."""
+
+    state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
+    kind: ClassVar[str] = "none"
+    has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
 
     def as_full(self) -> StateOnly:
         return self
@@ -273,7 +280,7 @@ class StateOnly(_NoPages):
 
 
 @dataclass(frozen=True)
-class RecurrentState:
+class RecurrentState(_NoHeads):
     """Arithmetic shared by the kinds whose layers keep a fixed recurrent state per request (Mamba, Gated
     DeltaNet, short convolutions). vLLM v1 (0.10+) pages that state in the same block pool as attention:
     one block holds one request's whole state (kv_cache_interface.MambaSpec), so nothing here grows with
@@ -292,20 +299,6 @@ class RecurrentState:
     # vLLM caches prefixes of this mixer (mamba_cache_mode "align"): Mamba-2 and Gated DeltaNet
     prefix_cached: ClassVar[bool] = False
     drops_old_tokens: ClassVar[bool] = False
-
-    @property
-    def kv_heads(self) -> int:
-        return 0
-
-    @property
-    def head_dim(self) -> int:
-        return 0
-
-    def heads_per_rank(self, tp: int) -> int:
-        return 0
-
-    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return 0
 
     def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
         raise NotImplementedError
