@@ -18,6 +18,7 @@ from kvplan.models.layers import (
     Layer,
     Mamba1State,
     Mamba2State,
+    MlpBlock,
     RecurrentState,
     SharedKv,
     ShortConvState,
@@ -37,6 +38,10 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
                 "max_sequence_length", "max_seq_length", "seq_len")
 DEFAULT_MAX_LEN = 2048  # vLLM's fallback when a config names no maximum length
 ROPE_TYPES_KEEPING_LENGTH = ("su", "longrope", "llama3", "mrope", "default")
+# The dtype a checkpoint asks its SSM state to be cached in: Qwen3.5 writes mamba_ssm_dtype; Nemotron-H writes
+# mamba_ssm_cache_dtype, which vLLM's NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (models/config.py)
+# copies into the cache config while --mamba-ssm-cache-dtype is auto.
+SSM_DTYPE_KEYS = ("mamba_ssm_dtype", "mamba_ssm_cache_dtype")
 
 
 def load_json(raw: bytes, where: str) -> dict[str, Any]:
@@ -156,7 +161,7 @@ def _kv_heads(lm: ConfigFields, heads: int) -> int:
 
 def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int) -> list[Layer]:
     if heads == 0:
-        return [_state_layer(lm, hidden, pure=True)] * num_layers
+        return [_state_layer(lm, family, hidden, pure=True)] * num_layers
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
         latent = LatentAttention(kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0))
@@ -167,17 +172,14 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     full = FullAttention(kv, head_dim)
     window = lm.optional_int(("sliding_window", "sliding_window_size"))
     sliding = SlidingWindow(kv, head_dim, window) if window else None
-    state = _state_layer(lm, hidden)
+    state = _state_layer(lm, family, hidden)
 
     layer_types = lm.array("layer_types")
     if layer_types is not None:
         return _shared_kv(lm, _from_layer_types(lm, layer_types, num_layers, full, sliding, state))
     pattern = lm.text("hybrid_override_pattern")
     if pattern is not None:
-        if len(pattern) != num_layers:
-            raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
-        # Nemotron-H: '*' attention, 'M' Mamba-2; '-' (MLP) and 'E' (experts) layers have no mixer cache.
-        return [full if symbol == "*" else state if symbol == "M" else StateOnly() for symbol in pattern]
+        return _from_pattern(lm, pattern, num_layers, full, state)
     interval = lm.optional_int("full_attention_interval")
     if interval:  # Qwen3-Next without layer_types: every interval-th layer is full attention (transformers'
         # Qwen3NextConfig default, which vLLM reads)
@@ -219,6 +221,20 @@ def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int,
     return result
 
 
+def _from_pattern(lm: ConfigFields, pattern: str, num_layers: int, full: FullAttention, state: Layer) -> list[Layer]:
+    """Nemotron-H: one symbol per decoder layer, each layer a single block (vLLM nemotron_h.py
+    ALL_DECODER_LAYER_TYPES, which refuses any other symbol): 'M' a Mamba-2 mixer, '*' attention, '-' an MLP and
+    'E' experts, the last two with no mixer and nothing cached."""
+    if len(pattern) != num_layers:
+        raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
+    blocks: dict[str, Layer] = {"M": state, "*": full, "-": MlpBlock(), "E": MlpBlock()}
+    unknown = sorted(set(pattern) - set(blocks))
+    if unknown:
+        raise lm.fail("hybrid_override_pattern", f"has an unknown layer symbol {unknown[0]!r}; "
+                                                 "expected M, *, - or E")
+    return [blocks[symbol] for symbol in pattern]
+
+
 def _chunked(lm: ConfigFields, num_layers: int, kv: int, head_dim: int, chunk: int) -> list[Layer]:
     # no_rope_layers[i] == 1: RoPE + chunked local attention; 0: a global NoPE layer. Empty means the
     # transformers default, every 4th layer global.
@@ -243,8 +259,8 @@ def _shared_kv(lm: ConfigFields, layers: list[Layer]) -> list[Layer]:
                              for layer in layers[first:]]
 
 
-def _state_layer(lm: ConfigFields, hidden: int, pure: bool = False) -> Layer:
-    layer = _recurrent(lm, hidden, pure)
+def _state_layer(lm: ConfigFields, family: Family, hidden: int, pure: bool = False) -> Layer:
+    layer = _recurrent(lm, family, hidden, pure)
     # Until an engine says otherwise, the conv state is kept in the checkpoint's dtype.
     name = lm.text(("torch_dtype", "dtype")) or "float32"
     if not isinstance(layer, RecurrentState):
@@ -252,12 +268,13 @@ def _state_layer(lm: ConfigFields, hidden: int, pure: bool = False) -> Layer:
     return replace(layer, conv_bytes=max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))))
 
 
-def _recurrent(lm: ConfigFields, hidden: int, pure: bool) -> Layer:
+def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Layer:
     """The recurrent mixer the config's own fields describe (vLLM get_mamba_state_shape_from_config of each
     model; shapes in mamba_utils.MambaStateShapeCalculator). A config without the fields keeps the old
     sizeless state."""
-    ssm_dtype = lm.text("mamba_ssm_dtype")
-    ssm = dtype_bytes(ssm_dtype, f"{lm.where}: mamba_ssm_dtype") if ssm_dtype else None
+    ssm_key = lm.first_key(SSM_DTYPE_KEYS)
+    ssm_dtype = lm.text(ssm_key) if ssm_key else family.ssm_dtype_default
+    ssm = dtype_bytes(ssm_dtype, f"{lm.where}: {ssm_key or 'mamba_ssm_dtype'}") if ssm_dtype else None
     if lm.has("linear_num_value_heads"):
         return GatedDeltaNetState(lm.integer("linear_num_key_heads"), lm.integer("linear_num_value_heads"),
                                   lm.integer("linear_key_head_dim"), lm.integer("linear_value_head_dim"),
@@ -293,13 +310,18 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
                       f"({per_token}) is more than the {experts} experts")
     expert_size = lm.optional_int("moe_intermediate_size") or intermediate
     shared = lm.optional_int("n_shared_experts", minimum=0) or 0
-    shared_size = shared * expert_size
+    # Nemotron-H sizes its shared experts apart (vLLM NemotronHMoE: moe_shared_expert_intermediate_size x
+    # n_shared_experts); the others give them the routed experts' width.
+    shared_size = shared * (lm.optional_int("moe_shared_expert_intermediate_size") or expert_size)
     if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
         shared, shared_size = 1, expert_size
     shared_width = lm.optional_int("shared_expert_intermediate_size", minimum=0)
     if shared_width:  # Qwen3-Coder writes 0: no shared expert
         shared, shared_size = 1, shared_width
     dense: list[int] = []
+    pattern = lm.text("hybrid_override_pattern")
+    if pattern is not None:  # Nemotron-H: experts only in its 'E' layers (vLLM NemotronHMoEDecoderLayer)
+        dense.extend(i for i, symbol in enumerate(pattern) if symbol != "E")
     first_dense = lm.optional_int("first_k_dense_replace", minimum=0) or 0
     dense.extend(range(min(first_dense, num_layers)))
     only_mlp = lm.array("mlp_only_layers") or []

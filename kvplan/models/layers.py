@@ -39,6 +39,8 @@ class MixerCounter(Protocol):
 
     def state_mixer(self) -> int: ...
 
+    def mamba2_mixer(self, state: Mamba2State) -> int: ...
+
 
 class LayerKind(Protocol):
     """What every kind of layer provides. Specs are frozen dataclasses: equal by value, hashable, asdict-able."""
@@ -387,6 +389,9 @@ class Mamba2State(RecurrentState):
         return (f"Mamba-2 state, {self.heads} heads x {self.head_size} x state {self.state_size}, "
                 f"{self.groups} groups, conv {self.conv_kernel}")
 
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.mamba2_mixer(self)
+
 
 @dataclass(frozen=True)
 class GatedDeltaNetState(RecurrentState):
@@ -430,6 +435,27 @@ class ShortConvState(RecurrentState):
 
 
 RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState)
+
+
+@dataclass(frozen=True)
+class MlpBlock(_NoPages, _NoHeads):
+    """A decoder layer that is only an MLP or a set of experts, with no token mixer and so nothing cached (Nemotron-H's
+    '-' and 'E' layers: vLLM nemotron_h.py NemotronHMLPDecoderLayer and NemotronHMoEDecoderLayer)."""
+
+    kind: ClassVar[str] = "none"  # the label of every layer that caches nothing
+    has_mlp: ClassVar[bool] = True
+
+    def as_full(self) -> MlpBlock:
+        return self
+
+    def describe(self) -> str:
+        return "no KV (an MLP or experts only, no mixer)"
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        return f"0 B ({layers} MLP-only layers: no mixer, nothing cached)"
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return 0
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import Layer
+from kvplan.models.layers import Layer, Mamba2State, MlpBlock
 from kvplan.models.model import MoE, ParamCount
 
 
@@ -74,8 +74,17 @@ def _interleaved_by_period(lm: ConfigFields) -> bool:
     return lm.has("attn_layer_period")
 
 
+def _one_block_per_layer(lm: ConfigFields) -> bool:
+    """Nemotron-H's layout, named by its `hybrid_override_pattern`: every decoder layer is one block after one norm,
+    a Mamba-2 mixer, attention, an MLP or experts (vLLM nemotron_h.py ALL_DECODER_LAYER_TYPES), so its attention
+    layers carry no MLP of their own."""
+    return lm.has("hybrid_override_pattern")
+
+
 def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
     """A plain Mamba block is its mixer and one norm."""
+    if _one_block_per_layer(lm):
+        return isinstance(layer, MlpBlock)
     return layer.has_mlp or _interleaved_by_period(lm)
 
 
@@ -150,6 +159,20 @@ class _Mixers:
         index_dim = self.lm.integer("index_head_dim")
         return q_input * index_heads * index_dim + self.hidden * index_dim + 2 * index_dim + self.hidden * index_heads
 
+    def mamba2_mixer(self, state: Mamba2State) -> int:
+        """vLLM's MambaMixer2 (mamba_mixer2.py, used by Nemotron-H, Granite-4.0-H, Falcon-H1, Bamba): in_proj to the
+        gate and x (inner each), B and C (groups x state each) and dt (one per head); a depthwise conv over x, B
+        and C; A, D and dt bias per head; a gated RMSNorm over inner unless the config turns it off
+        (mamba_rms_norm); out_proj back to hidden."""
+        lm, hidden = self.lm, self.hidden
+        conv_dim = state.inner + 2 * state.groups * state.state_size
+        projected = state.inner + conv_dim + state.heads
+        conv_bias = conv_dim if _first_flag(lm, ("use_conv_bias", "mamba_conv_bias"), True) else 0
+        proj_bias = projected + hidden if _first_flag(lm, ("use_bias", "mamba_proj_bias"), False) else 0
+        norm = state.inner if lm.flag("mamba_rms_norm", True) else 0
+        return (hidden * projected + conv_dim * state.conv_kernel + conv_bias + 3 * state.heads + norm
+                + state.inner * hidden + proj_bias)
+
     def state_mixer(self) -> int:
         """The recurrent mixer the config's fields describe: Gated DeltaNet, else Mamba-1."""
         if _gated_delta_net(self.lm):
@@ -216,7 +239,7 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
               if moe.shared_intermediate_size else 0)
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
-    if lm.text("topk_method") == "noaux_tc":
+    if lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
         router += moe.num_experts  # e_score_correction_bias
     return experts + router + shared, experts
 
