@@ -7,7 +7,7 @@ from typing import Any
 
 from kvplan.capacity import PoolLayout, SplitPools
 from kvplan.models.model import ModelSpec
-from kvplan.weights import ExpertPlacement
+from kvplan.weights import ExpertPlacement, Mxfp4Experts
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class EngineSettings:
     tokens_from_concurrency: bool = False  # with state groups, the logged tokens are concurrency x max_model_len
     hybrid_kv_manager: bool = True  # False: every attention layer caches every token, in one group
     expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
+    mxfp4_experts: Mxfp4Experts | None = None  # how MXFP4 experts are held once loaded; None: as stored
 
 
 @dataclass(eq=False)

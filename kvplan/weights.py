@@ -3,7 +3,7 @@ is stored in (quantized formats with their scales), and how a rank's share of th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.models.model import ModelSpec
 
@@ -35,6 +35,104 @@ class ExpertPlacement:
         return -(-expert_bytes * local // num_experts)
 
 
+@dataclass(frozen=True)
+class Mxfp4Experts:
+    """How one routed expert of an MXFP4 checkpoint (gate_up w13: 2 x intermediate rows, down w2: hidden rows;
+    4-bit values two to a byte, one 8-bit scale per 32, biases beside) is held once loaded.
+
+    vLLM (model_executor/layers/quantization/mxfp4.py, Mxfp4MoEMethod, read in v0.11.0 and a later main):
+    create_weights rounds the expert's intermediate size (per slice, `intermediate_size_per_partition`) and
+    its hidden size up for the backend's kernel, so the padded rows and columns are allocated; then
+    process_weights_after_loading converts them. Its Triton branch casts the biases to float32 and swizzles
+    values and scales (mxfp4_utils._swizzle_mxfp4): it deletes the loaded w13/w2 values, but the loaded
+    w13_weight_scale / w2_weight_scale parameters stay registered beside their swizzled copies, which
+    triton_kernels' HopperMXScaleLayout pads to rows of 2 x num_warps x 2 x 8 = 256 (num_warps 8 outside
+    batched expert parallelism)."""
+
+    name: str
+    intermediate_multiple: int = 1
+    hidden_multiple: int = 1
+    bias_bytes: int = 2  # bfloat16 as stored; 4 where the backend casts them to float32
+    scale_copy_rows: int = 0  # > 0: a swizzled copy of the scales is kept too, its rows padded to this multiple
+    slices: int = 1  # the intermediate size is cut into this many slices (TP x DP, no expert parallelism)
+
+    def expert_bytes(self, hidden: int, intermediate: int, biased: bool) -> int:
+        """Bytes of one expert, all its slices together."""
+        h = _round_up(hidden, self.hidden_multiple)
+        i = _round_up(-(-intermediate // self.slices), self.intermediate_multiple)
+        gate_up, down = 2 * i * h, h * i  # weights of w13 and w2
+        held = gate_up // 2 + down // 2 + 2 * i * (h // 32) + h * (i // 32)
+        if biased:
+            held += (2 * i + h) * self.bias_bytes
+        if self.scale_copy_rows:
+            held += (_round_up(2 * i, self.scale_copy_rows) * (h // 32)
+                     + _round_up(h, self.scale_copy_rows) * (i // 32))
+        return held * self.slices
+
+    def sliced(self, slices: int) -> Mxfp4Experts:
+        return replace(self, slices=max(1, slices))
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+MXFP4_CHECKPOINT = Mxfp4Experts("the checkpoint")
+# The backends of vLLM's get_mxfp4_backend (mxfp4.py) with their create_weights padding; FlashInfer's SM90 and
+# SM100 CUTLASS paths are opt-in (VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 / _MXFP8_CUTLASS) and not modelled.
+MXFP4_MARLIN = Mxfp4Experts("vLLM's Marlin backend", intermediate_multiple=128, hidden_multiple=256)
+MXFP4_TRITON_HOPPER = Mxfp4Experts("vLLM's Triton backend (Hopper swizzle)", intermediate_multiple=64,
+                                   bias_bytes=4, scale_copy_rows=256)
+MXFP4_TRITON = Mxfp4Experts("vLLM's Triton backend", intermediate_multiple=64, bias_bytes=4)
+MXFP4_TRITON_ROCM = Mxfp4Experts("vLLM's Triton backend (ROCm)", intermediate_multiple=256, hidden_multiple=256,
+                                 bias_bytes=4)
+MXFP4_FLASHINFER_SM100 = Mxfp4Experts("vLLM's FlashInfer SM100 backend", intermediate_multiple=256,
+                                      hidden_multiple=256, bias_bytes=4)
+
+
+def vllm_mxfp4_experts(version: tuple[int, int] | None, compute_capability: str | None,
+                       slices: int = 1) -> Mxfp4Experts | None:
+    """The MXFP4 backend vLLM picks by default (mxfp4.py get_mxfp4_backend) on a GPU of this compute
+    capability ("9.0", or an AMD "gfx942"); version None: the newest. None when the device is not modelled.
+
+    CUDA below 9.0: Marlin. 9.x: Triton, which on Hopper keeps the swizzled scale copies. _swizzle_mxfp4 swizzles
+    on Hopper with torch >= 2.8.1 (v0.11.1 on pin torch 2.9.0); v0.11.0 pins 2.8.0, where it would keep the
+    strided layout and no copy, yet the v0.11.0 H100 logs B01/B02 (13.47 and 64.38 GiB) match the copies. 10.x:
+    FlashInfer's SM100 kernels (FlashInfer is a dependency from v0.11.1, in v0.11.0's image). 11 and up:
+    Triton without the Hopper swizzle in v0.11, Marlin once Triton is limited to 9.0 <= capability < 11.0
+    (later main). ROCm: Triton with both sizes rounded to 256 (v0.11.0)."""
+    capability = compute_capability or ""
+    major_text = capability.split(".")[0]
+    if capability.startswith("gfx"):
+        rule = MXFP4_TRITON_ROCM
+    elif not major_text.isdigit():
+        return None
+    elif int(major_text) < 9:
+        rule = MXFP4_MARLIN
+    elif int(major_text) == 9:
+        rule = MXFP4_TRITON_HOPPER
+    elif int(major_text) == 10:
+        rule = MXFP4_FLASHINFER_SM100
+    else:
+        rule = MXFP4_TRITON if version is not None and version <= (0, 11) else MXFP4_MARLIN
+    return rule.sliced(slices)
+
+
+def _mxfp4_expert_bytes(spec: ModelSpec, rule: Mxfp4Experts) -> int | None:
+    """Bytes of all routed experts held under `rule`; None when the experts are not gated hidden x intermediate
+    matrices (the shape MXFP4 MoE layers have)."""
+    moe = spec.moe
+    if moe is None or moe.num_experts <= 0:
+        return None
+    count = (spec.num_layers - len(moe.dense_layers)) * moe.num_experts
+    hidden, intermediate = spec.hidden_size, moe.expert_intermediate_size
+    matrices = 3 * hidden * intermediate
+    per_expert = spec.params.experts // count if count > 0 else 0
+    if per_expert < matrices:
+        return None
+    return count * rule.expert_bytes(hidden, intermediate, biased=per_expert > matrices)
+
+
 @dataclass(eq=False)
 class WeightLayout:
     """Bytes of weights by where they live: embeddings, lm_head, each decoder layer (its routed experts apart),
@@ -54,27 +152,31 @@ class WeightLayout:
         return self.per_layer - self.experts_per_layer
 
 
-def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None) -> WeightLayout:
-    """method: the quantization in force (the --quantization flag, else the checkpoint's own)."""
+def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None,
+                  mxfp4: Mxfp4Experts | None = None) -> WeightLayout:
+    """method: the quantization in force (the --quantization flag, else the checkpoint's own); mxfp4: how the
+    engine holds MXFP4 experts once loaded (vllm_mxfp4_experts), None for the checkpoint's own bytes."""
     params = spec.params
     outside = params.embeddings + params.lm_head + params.vision  # kept at the model dtype
     checkpoint_method = spec.quantization.method.lower() if spec.quantization else None
     layers = max(1, spec.num_layers)
-    if spec.stored_weight_bytes and method == checkpoint_method:
+    loaded_differs = method == "mxfp4" and mxfp4 is not None  # the stored bytes are not what the engine holds
+    if spec.stored_weight_bytes and method == checkpoint_method and not loaded_differs:
         # The safetensors headers give the stored bytes exactly; spread what is not embeddings over the layers,
         # the experts' part in proportion to their parameters.
         decoder, note = max(0, spec.stored_weight_bytes - outside * dtype_bytes), ""
         linear = params.total - outside
         experts = decoder * params.experts // linear if linear > 0 else 0
     else:
-        (dense, experts), note = _decoder_bytes(spec, params.total - outside, dtype_bytes, method)
+        (dense, experts), note = _decoder_bytes(spec, params.total - outside, dtype_bytes, method, mxfp4)
         decoder = dense + experts
     return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes, decoder // layers,
                         params.vision * dtype_bytes, note, experts // layers,
                         spec.moe.num_experts if spec.moe is not None else 0)
 
 
-def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str | None) -> tuple[tuple[int, int], str]:
+def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str | None,
+                   mxfp4: Mxfp4Experts | None = None) -> tuple[tuple[int, int], str]:
     """Bytes of the decoder layers' parameters in the given format, estimated from the parameter count, as
     (outside the routed experts, routed experts)."""
     quant = spec.quantization
@@ -85,8 +187,11 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
         return (dense, experts), ""  # 8-bit weights in every linear layer
     if method == "mxfp4":
-        # Experts in MXFP4: 4-bit values plus one 8-bit scale per 32 (4.25 bits); the rest unquantized.
-        return (dense * dtype_bytes, experts * 17 // 32), ""
+        # Only the routed experts are MXFP4; attention, router, sinks, norms and embeddings stay at the model dtype.
+        rule = mxfp4 or MXFP4_CHECKPOINT
+        held = _mxfp4_expert_bytes(spec, rule)
+        note = f"MXFP4 experts as {rule.name} holds them" if mxfp4 is not None and held is not None else ""
+        return (dense * dtype_bytes, experts * 17 // 32 if held is None else held), note
     if method in INT_METHODS:
         bits = (quant.bits if quant and quant.bits else None) or (8 if "8" in method else 4)
         group = (quant.group_size if quant and quant.group_size else None) or 128

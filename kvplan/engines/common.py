@@ -47,7 +47,8 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     # a dtype the config names (not a flag the user typed) is blamed on the config
     dtype_where = dep.where("dtype") if dep.dtype != "auto" else f"{spec.source.location}: torch_dtype"
     kv_name, kv_bytes = kv_dtype(dep, dtype, dtype_where)
-    weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep))
+    weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep),
+                            settings.mxfp4_experts if settings is not None else None)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):

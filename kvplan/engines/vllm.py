@@ -14,7 +14,7 @@ from kvplan.models.layers import RecurrentState
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
-from kvplan.weights import ExpertPlacement
+from kvplan.weights import ExpertPlacement, vllm_mxfp4_experts
 
 LATEST = "0.29.0"
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
@@ -217,13 +217,16 @@ class Vllm:
             where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
+        placement = expert_placement(spec, dep)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len, seqs, tokens,
             concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
             paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
             tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
-            hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=expert_placement(spec, dep))
+            hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=placement,
+            mxfp4_experts=vllm_mxfp4_experts(wanted, gpu.compute_capability,
+                                             1 if placement is None or placement.whole else placement.ranks))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
