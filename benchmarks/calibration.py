@@ -1,11 +1,11 @@
-"""Print kvplan's calibration tables: vLLM's from-scratch residuals, then SGLang's and TensorRT-LLM's replays and
-residuals (docs/calibration.md carries them)."""
+"""Print kvplan's calibration tables: vLLM's from-scratch residuals, SGLang's and TensorRT-LLM's replays and
+residuals, then the vLLM hybrid-model replays and residuals (docs/calibration.md carries them)."""
 
 from kvplan import calibration, engine_calibration
 
 if __name__ == "__main__":
     rows = [calibration.from_scratch(entry) for entry in calibration.entries()]
     print(calibration.residual_table(rows))
-    for table in engine_calibration.tables():
+    for table in (*engine_calibration.tables(), *engine_calibration.hybrid_tables()):
         print()
         print(table)

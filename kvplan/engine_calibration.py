@@ -1,10 +1,10 @@
-"""Replays real SGLang and TensorRT-LLM startup logs (data/engine_calibration.yaml) through kvplan's engine rules:
-from the memory each log says the engine measured (its token count must follow, within the print rounding), and
-from scratch (GPU, model and flags only) where the log's GPU, model and flags are all known."""
+"""Replays real SGLang, TensorRT-LLM and vLLM hybrid-model startup logs (data/engine_calibration.yaml) through
+kvplan's engine rules: from the memory each log says the engine measured (its token count must follow, within the
+print rounding), and from scratch (GPU, model and flags only) where the log's GPU, model and flags are all known."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,14 @@ from typing import Any
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate, sglang, trtllm
 from kvplan.hardware import find_gpu
+from kvplan.models.layers import RecurrentState
+from kvplan.models.model import ModelSpec
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
-from kvplan.units import GiB, MiB
+from kvplan.units import GiB, MiB, cdiv
 
 DATA = Path(__file__).parent / "data" / "engine_calibration.yaml"
+MODELS = Path(__file__).parent / "data" / "calibration_models"  # configs the hybrid replays assume (SOURCES.md)
 PRINT_HALF_STEP = 0.005  # GiB: both engines print memory with two decimals
 
 
@@ -248,8 +251,188 @@ def residual_table(rows: list[Residual], excluded: list[tuple[str, str]]) -> str
 
 def tables() -> tuple[str, str]:
     """The two tables docs/calibration.md carries for SGLang and TensorRT-LLM: replays, and from scratch."""
-    data = entries()
+    data = [e for e in entries() if e["engine"] != "vllm"]
     eligible = [e for e in data if exclusion(e) is None]
     excluded = [(e["id"], reason) for e in data if (reason := exclusion(e)) is not None]
     return (replay_table([replay(e) for e in data if e["kind"] in TOKEN_KINDS]),
             residual_table([from_scratch(e) for e in eligible], excluded))
+
+
+# --- vLLM hybrid logs (Mamba / linear attention): the logged available memory through the vLLM engine -----------
+
+
+def vllm_model(entry: dict[str, Any]) -> ModelSpec:
+    """The entry's bundled model, or the config in data/calibration_models whose geometry the entry assumes."""
+    source = str(MODELS / entry["config"]) if entry.get("config") else entry["model"]
+    return resolve(source, overrides=entry.get("hf_overrides"))
+
+
+def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
+    """kvplan's vLLM plan with the log's flags: from scratch, or with the KV memory given (--kv-cache-memory)."""
+    tp = entry.get("tp", 1)
+    gpu = find_gpu(entry["gpu"]) if entry.get("gpu") else None
+    dep = Deployment(
+        engine="vllm", engine_version=entry["version"], gpu=gpu.id if gpu else None, dtype=entry.get("dtype", "auto"),
+        kv_cache_dtype=entry.get("kv_cache_dtype", "auto"), quantization=entry.get("quantization"),
+        tensor_parallel_size=tp, gpu_memory_utilization=entry.get("utilization"),
+        max_model_len=entry.get("max_model_len"), max_num_seqs=entry.get("max_num_seqs"),
+        max_num_batched_tokens=entry.get("max_num_batched_tokens"), speculative_config=entry.get("speculative_config"),
+        enforce_eager=entry.get("enforce_eager", False), kv_cache_memory_bytes=kv_cache_memory)
+    choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8) if gpu
+              else GpuChoice("custom", "log replay", 0, tp))
+    return estimate(vllm_model(entry), dep, choice)
+
+
+@dataclass(frozen=True)
+class PoolFigures:
+    """What a vLLM log prints about its pool (None where it prints nothing), or what kvplan gives for it."""
+
+    block_size: int | None = None
+    padding_percent: float | None = None  # "Padding mamba page size by X%"
+    tokens: int | None = None  # "GPU KV cache size: N tokens"
+    concurrency: float | None = None  # "Maximum concurrency for L tokens per request: Xx", 2 decimals
+
+    @classmethod
+    def of(cls, plan: Plan) -> PoolFigures:
+        return cls(plan.engine.block_size, state_padding_percent(plan), plan.capacity.tokens,
+                   round(plan.capacity.max_concurrency, 2))
+
+
+def state_padding_percent(plan: Plan) -> float | None:
+    """How much the state page was padded to the attention page, as vLLM logs it (None without states)."""
+    layout = plan.layout
+    state = next((g.layer for g in layout.groups if isinstance(g.layer, RecurrentState)), None)
+    if state is None:
+        return None
+    real = state.state_page_bytes(layout.tp)
+    return round(100 * (state.page_bytes(layout.block_size, layout.kv_bytes, layout.tp) - real) / real, 2)
+
+
+@dataclass(frozen=True)
+class PoolReplay:
+    """A vLLM hybrid log's printed pool figures against kvplan's, at the two ends of the logged memory's print
+    rounding (or, for a log without a memory line, at the block count that gives its tokens)."""
+
+    id: str
+    model: str
+    logged_gib: float | None
+    logged: PoolFigures
+    low: PoolFigures | None  # None: nothing replayed
+    high: PoolFigures | None
+    excluded: str | None = None
+    implied_blocks: int | None = None  # a log without a memory line: the block count its tokens need
+    implied_gib: tuple[float, float] | None = None  # and the memory that holds that many blocks, not one more
+
+    @property
+    def closes(self) -> bool:
+        low, high, logged = self.low, self.high, self.logged
+        if low is None or high is None:
+            return False
+        checks = []
+        if logged.block_size is not None:
+            checks.append(low.block_size == high.block_size == logged.block_size)
+        if logged.padding_percent is not None:
+            checks.append(low.padding_percent == high.padding_percent == logged.padding_percent)
+        if logged.tokens is not None:
+            checks.append(low.tokens is not None and high.tokens is not None
+                          and low.tokens <= logged.tokens <= high.tokens)
+        if logged.concurrency is not None:
+            checks.append(low.concurrency is not None and high.concurrency is not None
+                          and low.concurrency <= logged.concurrency <= high.concurrency)
+        return bool(checks) and all(checks)
+
+
+def _logged_figures(entry: dict[str, Any]) -> PoolFigures:
+    return PoolFigures(entry.get("block_size"), entry.get("padding_percent"), entry.get("tokens"),
+                       entry.get("concurrency"))
+
+
+def _at_print_rounding(entry: dict[str, Any], row: PoolReplay) -> PoolReplay:
+    ends = [PoolFigures.of(vllm_plan(entry, int((entry["available_gib"] + half) * GiB)))
+            for half in (-PRINT_HALF_STEP, PRINT_HALF_STEP)]
+    return replace(row, low=ends[0], high=ends[1])
+
+
+def _alignment_only(entry: dict[str, Any], row: PoolReplay) -> PoolReplay:
+    figures = PoolFigures.of(vllm_plan(entry, GiB))  # the block size does not depend on the memory
+    figures = replace(figures, tokens=None, concurrency=None)
+    return replace(row, low=figures, high=figures)
+
+
+def _at_implied_blocks(entry: dict[str, Any], row: PoolReplay) -> PoolReplay:
+    """tokens = blocks x max_model_len // blocks per request: kvplan's figures at the fewest blocks that reach the
+    logged tokens."""
+    probe = vllm_plan(entry, GiB)
+    blocks = cdiv(int(entry["tokens"]) * probe.capacity.blocks_per_request, probe.engine.max_model_len)
+    block = probe.layout.block_bytes
+    figures = PoolFigures.of(vllm_plan(entry, blocks * block))
+    return replace(row, low=figures, high=figures, implied_blocks=blocks,
+                   implied_gib=(blocks * block / GiB, (blocks + 1) * block / GiB))
+
+
+def _nothing(entry: dict[str, Any], row: PoolReplay) -> PoolReplay:
+    return row
+
+
+# Each kind of vLLM entry (the data file's header describes them) and how it is replayed.
+POOL_REPLAYS = {"vllm_pool": _at_print_rounding, "vllm_tokens_only": _at_implied_blocks,
+                "vllm_block_size": _alignment_only, "vllm_no_replay": _nothing}
+VLLM_KINDS = tuple(POOL_REPLAYS)
+
+
+def pool_replay(entry: dict[str, Any]) -> PoolReplay:
+    row = PoolReplay(entry["id"], entry["model"], entry.get("available_gib"), _logged_figures(entry), None, None,
+                     entry.get("replay_excluded"))
+    if entry["kind"] not in POOL_REPLAYS:
+        raise ValueError(f"{entry['id']}: unknown kind {entry['kind']!r}")
+    return POOL_REPLAYS[entry["kind"]](entry, row)
+
+
+def vllm_from_scratch(entry: dict[str, Any]) -> Residual:
+    plan = vllm_plan(entry)
+    return Residual(entry["id"], entry["engine"], entry["model"], entry["gpu"], entry["tokens"], plan.capacity.tokens,
+                    entry["available_gib"], plan.memory.kv_cache_bytes / GiB, plan.memory.weights_bytes / GiB)
+
+
+def _pair(logged: Any, low: Any, high: Any, fmt: str = "{}") -> str:
+    def shown(value: Any) -> str:
+        return "-" if value is None else fmt.format(value)
+
+    ours = shown(low) if low == high else f"{shown(low)}-{shown(high)}"
+    return f"{shown(logged)} / {ours}"
+
+
+def pool_replay_table(rows: list[PoolReplay], data: list[dict[str, Any]]) -> str:
+    lines = ["| id | model | logged GiB | block size, log / kvplan | state padding %, log / kvplan | logged tokens | "
+             "kvplan, low end | kvplan, high end | concurrency, log / kvplan | closes |", "|" + "---|" * 10]
+    for r in rows:
+        if r.low is None or r.high is None:
+            continue
+        memory = "-" if r.logged_gib is None else f"{r.logged_gib:.2f}"
+        tokens = ["-" if t is None else f"{t:,}" for t in (r.logged.tokens, r.low.tokens, r.high.tokens)]
+        verdict = "yes" if r.closes else "excluded (below)" if r.excluded else "no"
+        lines.append(
+            f"| {r.id} | {r.model} | {memory} | {_pair(r.logged.block_size, r.low.block_size, r.high.block_size)} | "
+            f"{_pair(r.logged.padding_percent, r.low.padding_percent, r.high.padding_percent, '{:.2f}')} | "
+            f"{' | '.join(tokens)} | "
+            f"{_pair(r.logged.concurrency, r.low.concurrency, r.high.concurrency, '{:.2f}')} | {verdict} |")
+    lines.append("")
+    for r in rows:
+        if r.implied_gib is not None:
+            low, high = r.implied_gib
+            lines.append(f"- {r.id} prints no memory line: {r.implied_blocks:,} blocks give its tokens and "
+                         f"concurrency, a pool of {low:.3f} GiB up to {high:.3f} GiB")
+    lines.extend(f"- {r.id} excluded from the exact replay: {r.excluded}" for r in rows
+                 if r.excluded and not r.closes and r.low is not None)
+    lines.extend(f"- {r.id} not replayed: {r.excluded}" for r in rows if r.low is None)
+    lines.extend(f"- {e['id']} assumes {e['assumed']}" for e in data if e.get("assumed"))
+    return "\n".join(lines)
+
+
+def hybrid_tables() -> tuple[str, str]:
+    """The two tables docs/calibration.md carries for the vLLM hybrid logs: replays, and from scratch."""
+    data = [e for e in entries() if e["engine"] == "vllm"]
+    eligible = [e for e in data if exclusion(e) is None]
+    excluded = [(e["id"], reason) for e in data if (reason := exclusion(e)) is not None]
+    return (pool_replay_table([pool_replay(e) for e in data], data),
+            residual_table([vllm_from_scratch(e) for e in eligible], excluded))

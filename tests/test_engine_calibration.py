@@ -150,7 +150,8 @@ def test_sglang_hybrid_budget_s05():
 
 
 def test_every_data_entry_has_a_source_and_a_known_kind():
-    kinds = {"sglang_budget", "sglang_swa_split", "sglang_mamba_pool", "trtllm_pytorch", "trtllm_engine"}
+    kinds = {"sglang_budget", "sglang_swa_split", "sglang_mamba_pool", "trtllm_pytorch", "trtllm_engine",
+             *calibration.VLLM_KINDS}
     for entry in calibration.entries():
         assert entry["source"] and entry["kind"] in kinds, entry["id"]
 
