@@ -35,7 +35,8 @@ def _deployment(entry: dict[str, Any], kv_cache_memory: int | None = None, gpu: 
         engine=entry["engine"], gpu=gpu, dtype=entry.get("dtype", "auto"),
         kv_cache_dtype=entry.get("kv_cache_dtype", "auto"), tensor_parallel_size=entry.get("tp", 1),
         block_size=block_size, gpu_memory_utilization=entry.get("mem_fraction_static", entry.get("fraction")),
-        max_num_seqs=entry.get("max_batch_size"), kv_cache_memory_bytes=kv_cache_memory)
+        max_num_seqs=entry.get("max_batch_size"), kv_cache_memory_bytes=kv_cache_memory,
+        backend="tensorrt" if entry.get("kind") == "trtllm_engine" else None)
 
 
 def pool_plan(entry: dict[str, Any], kv_cache_memory: int) -> Plan:
@@ -277,7 +278,8 @@ def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan
         tensor_parallel_size=tp, gpu_memory_utilization=entry.get("utilization"),
         max_model_len=entry.get("max_model_len"), max_num_seqs=entry.get("max_num_seqs"),
         max_num_batched_tokens=entry.get("max_num_batched_tokens"), speculative_config=entry.get("speculative_config"),
-        enforce_eager=entry.get("enforce_eager", False), kv_cache_memory_bytes=kv_cache_memory)
+        enforce_eager=entry.get("enforce_eager", False),
+        mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory)
     choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8) if gpu
               else GpuChoice("custom", "log replay", 0, tp))
     return estimate(vllm_model(entry), dep, choice)

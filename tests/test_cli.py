@@ -133,16 +133,17 @@ def test_engines_differ_as_documented():
     assert sglang["memory"]["reserve_bytes"] == 13_920_042_693
     assert sglang["memory"]["kv_cache_bytes"] == 55_212_619_394
     assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 962_831
-    # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights, the profiling run and the CUDA
-    # context, in whole tokens, rounded up to 32-token blocks.
-    #   runtime int(3.79 x min(2048, 1024) x 152,064 x 4) + int(0.12 GiB) = 2,360,617,205 + 128,849,018
-    #           = 2,489,466,223
-    #   free 85,018,877,624 - 15,231,233,024 - 2,489,466,223 - 654,982,512 = 66,643,195,865;
-    #   x 0.8999999761581421 = 59,978,874,689 -> // 57,344 = 1,045,948 tokens -> 32,686 blocks of 32
-    #   = 1,045,952 tokens, 32,686 x 1,835,008 = 59,979,071,488 B
-    assert trt["memory"]["activation_bytes"] == 2_489_466_223
-    assert trt["memory"]["kv_cache_bytes"] == 59_979_071_488
-    assert trt["capacity"]["num_blocks"] == 32_686 and trt["capacity"]["tokens"] == 1_045_952
+    # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights, the profiling run, the CUDA graphs
+    # and the CUDA context, in whole tokens, rounded up to 32-token blocks.
+    #   profiling run: 8,192 tokens x (3 x 3,584 + 3 x 18,944 = 67,584 elements at the MLP) x 2 = 1,107,296,256
+    #   (its 2 dummy requests' logits, 2 x 152,064 x (2 + 4) = 1,824,768, are smaller)
+    #   CUDA graphs: the largest, 128 decode requests, is its logits 128 x 152,064 x 6 = 116,785,152
+    #   free 85,018,877,624 - 15,231,233,024 - 1,107,296,256 - 116,785,152 - 654,982,512 = 67,908,580,680;
+    #   x 0.8999999761581421 = 61,117,720,992 -> // 57,344 = 1,065,808 tokens -> 33,307 blocks of 32
+    #   = 1,065,824 tokens, 33,307 x 1,835,008 = 61,118,611,456 B
+    assert trt["memory"]["activation_bytes"] == 1_107_296_256
+    assert trt["memory"]["kv_cache_bytes"] == 61_118_611_456
+    assert trt["capacity"]["num_blocks"] == 33_307 and trt["capacity"]["tokens"] == 1_065_824
 
 
 def test_fp8_kv_doubles_tokens():

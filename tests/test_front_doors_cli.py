@@ -223,12 +223,14 @@ def test_compilation_config_is_noted_not_dropped():
 
 
 def test_levers_are_spelled_for_their_engine():
-    # Qwen2.5-7B at its full 131,072 tokens does not fit one RTX 4090 on any engine; each lever is a flag that
-    # engine's own command line takes (SGLang: --tp-size, --context-length; trtllm-serve: underscores)
+    # A model at its full 131,072 tokens that does not fit one RTX 4090; each lever is a flag that engine's own
+    # command line takes (SGLang: --tp-size, --context-length; trtllm-serve: underscores). Qwen2.5-7B for SGLang.
     _, sglang = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090", "--engine", "sglang")
     flags = [lever["flags"] for lever in sglang["levers"]]
     assert "--tp-size 2" in flags and any(f.startswith("--context-length ") for f in flags)
-    _, trt = plan_of("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090", "--engine", "trtllm")
+    # Llama-3.1-8B for TensorRT-LLM, far from fitting whatever its activations: weights 16,060,522,496 B plus one
+    # request's KV 131,072 x 131,072 B = 33,240,391,680 B, beyond the 4090's 25,383,256,719 B
+    _, trt = plan_of("--model", "meta-llama/Llama-3.1-8B", "--gpu", "rtx4090", "--engine", "trtllm")
     flags = [lever["flags"] for lever in trt["levers"]]
     assert "--tp_size 2" in flags and any(f.startswith("--max_seq_len ") for f in flags)
 

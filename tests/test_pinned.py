@@ -173,31 +173,32 @@ def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, rese
     assert plan["capacity"]["tokens"] == pool // 57_344  # 98,368 / 434,085 / 962,831 with page size 1
 
 
-# --- d. TensorRT-LLM's runtime buffers ---------------------------------------------------------------------------
+# --- d. TensorRT-LLM's profiling run and CUDA graphs ------------------------------------------------------------
 
-@pytest.mark.parametrize("extra, runtime, pool, blocks", [
-    # default max_batch_size 2048, capped at 1024 sequences in the sampler term:
-    #   int(3.79 x 1024 x 128,256 x 4) + 128,849,018 = 1,991,025,623 + 128,849,018 = 2,119,874,641
-    #   free 85,018,877,624 - 16,060,522,496 - 2,119,874,641 - 654,982,512 (CUDA context) = 66,183,497,975;
-    #   x 0.8999999761581421 (0.9 as a C++ float) = 59,565,146,599 -> // 131,072 = 454,446 tokens
-    #   -> rounded up to 14,202 blocks of 32 = 59,567,505,408 B
-    ((), 2_119_874_641, 59_567_505_408, 14_202),
-    # --max-num-seqs 512: int(3.79 x 512 x 128,256 x 4) + 128,849,018 = 995,512,811 + 128,849,018 = 1,124,361,829
-    #   free 67,179,010,787 -> 60,461,108,106 -> 461,281 tokens -> 14,416 blocks = 60,465,086,464 B
-    (("--max-num-seqs", "512"), 1_124_361_829, 60_465_086_464, 14_416),
+@pytest.mark.parametrize("extra, activation, graphs, pool, blocks", [
+    # default max_batch_size 2048: the largest of CudaGraphConfig's batch sizes 1-31, 32, 64, 128 within
+    # min(2,048, max_num_tokens 8,192) is 128, and the estimation pool (ceil(8,193 / 32) + ceil(3 / 32) = 258 blocks
+    # for the two dummy requests of max_seq_len 8192) holds it. The graph's logits in bf16 and float32 at once,
+    # 128 x 128,256 x (2 + 4) = 98,500,608, beat its layers' 128 x 55,296 x 2 = 14,155,776.
+    #   free 85,018,877,624 - 16,060,522,496 - 905,969,664 - 98,500,608 - 654,982,512 (CUDA context)
+    #   = 67,298,902,344; x 0.8999999761581421 (0.9 as a C++ float) = 60,569,010,505 -> // 131,072 = 462,104 tokens
+    #   -> rounded up to 14,441 blocks of 32 = 60,569,944,064 B
+    ((), 905_969_664, 98_500_608, 60_569_944_064, 14_441),
+    # --max-num-seqs 64 (max_batch_size): graphs stop at 64 requests, 64 x 128,256 x 6 = 49,250,304
+    #   free 67,348,152,648 -> 60,613,335,777 -> 462,443 tokens -> 14,452 blocks = 60,616,081,408 B
+    (("--max-num-seqs", "64"), 905_969_664, 49_250_304, 60_616_081_408, 14_452),
 ])
-def test_trtllm_runtime_buffers_llama8b_h100(extra, runtime, pool, blocks):
-    # TensorRT-LLM (kvplan/engines/trtllm.py): runtime buffers today = the vLLM v0.21+ activation model with
-    # min(max_batch_size, 1024) sequences and max_num_tokens 8192: 3.79 fp32 copies of seqs x vocab (128,256 for
-    # Llama-3.1-8B) + the fixed 0.12 GiB (no hidden / mlp copies in that era, dense model so no moe term). These
-    # literals pin that: if vLLM's calibration constants move, this fails, as TensorRT-LLM's estimate must not
-    # silently move with them. Weights 8,030,261,248 x 2 = 16,060,522,496; KV 2 x 32 x 8 x 128 x 2 = 131,072 B per
-    # token, 32-token blocks; KvCacheConfig.free_gpu_memory_fraction 0.9.
+def test_trtllm_profiling_llama8b_h100(extra, activation, graphs, pool, blocks):
+    # TensorRT-LLM's PyTorch backend (kvplan/engines/trtllm.py): the dummy requests' forward of max_num_tokens 8192
+    # holds 3 x 4,096 + 3 x 14,336 = 55,296 elements per token at the MLP (GatedMLP.forward):
+    # 8,192 x 55,296 x 2 = 905,969,664, above the logits of its 2 requests (2 x 128,256 x 6 = 1,539,072). Weights
+    # 8,030,261,248 x 2 = 16,060,522,496; KV 2 x 32 x 8 x 128 x 2 = 131,072 B per token, 32-token blocks;
+    # KvCacheConfig.free_gpu_memory_fraction 0.9.
     result, plan = estimate_json("--model", "meta-llama/Llama-3.1-8B", "--gpu", "h100", "--engine", "trtllm",
                                  "--max-model-len", "8192", *extra)
     assert result.returncode == 0
     assert plan["memory"]["weights_bytes"] == 16_060_522_496
-    assert plan["memory"]["activation_bytes"] == runtime
+    assert plan["memory"]["activation_bytes"] == activation and plan["memory"]["cuda_graph_bytes"] == graphs
     assert plan["memory"]["kv_cache_bytes"] == pool
     assert plan["capacity"]["num_blocks"] == blocks and plan["engine"]["block_size"] == 32
 

@@ -3,8 +3,10 @@ the plan, flags typed on the command line win over it (TensorRT-LLM >= 1.2, NVID
 bad file is one line naming file:line, exit 2.
 
 Pool figures: Qwen/Qwen2.5-7B on an H100 (85,018,877,624 B) under kvplan's TensorRT-LLM rule, as derived in
-tests/test_trtllm_rules.py: weights 15,231,233,024 + activations 2,489,466,223 + CUDA context 654,982,512 leave
-66,643,195,865 B free; 57,344 B of KV per token (bf16)."""
+tests/test_trtllm_rules.py (the model's max_seq_len of 131,072 changes nothing there: one dummy request of 8,192
+tokens, an estimation pool of ceil(8,194 / 32) = 257 blocks that holds the 128-request graph): weights
+15,231,233,024 + activations 1,107,296,256 + CUDA graphs 116,785,152 + CUDA context 654,982,512 leave
+67,908,580,680 B free; 57,344 B of KV per token (bf16)."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_max_tokens_caps_the_pool(tmp_path):
-    # kv_cache_config.max_tokens 100,001 is below the 1,045,948 tokens the 0.9 fraction gives: ceilDiv(100,001, 32)
+    # kv_cache_config.max_tokens 100,001 is below the 1,065,808 tokens the 0.9 fraction gives: ceilDiv(100,001, 32)
     # = 3,126 blocks = 100,032 tokens
     config = write(tmp_path, "kv_cache_config:\n  max_tokens: 100001\n")
     plan = plan_of(pasted("--config", config))
@@ -51,24 +53,25 @@ def test_max_tokens_caps_the_pool(tmp_path):
 
 
 def test_free_gpu_memory_fraction_changes_the_pool(tmp_path):
-    # 66,643,195,865 x 0.5 = 33,321,597,932 B // 57,344 = 581,082 tokens -> ceilDiv by 32 = 18,159 blocks
+    # 67,908,580,680 x 0.5 = 33,954,290,340 B // 57,344 = 592,115 tokens -> ceilDiv by 32 = 18,504 blocks
     config = write(tmp_path, "kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n")
     plan = plan_of(pasted("--extra_llm_api_options", config))
-    assert plan.capacity.num_blocks == 18_159 and plan.capacity.tokens == 581_088
+    assert plan.capacity.num_blocks == 18_504 and plan.capacity.tokens == 592_128
 
 
 def test_tokens_per_block_sets_the_block(tmp_path):
-    # 0.9 (0.8999999761581421 as a C++ float) of 66,643,195,865 = 59,978,874,689 B // 57,344 = 1,045,948 tokens
-    # -> ceilDiv by 64 = 16,343 blocks of 64 = 1,045,952 tokens
+    # 64-token blocks: the estimation pool is ceil(8,194 / 64) = 129 blocks, still room for the 128-request graph,
+    # so the free memory is the same. 0.9 (0.8999999761581421 as a C++ float) of 67,908,580,680 = 61,117,720,992 B
+    # // 57,344 = 1,065,808 tokens -> ceilDiv by 64 = 16,654 blocks of 64 = 1,065,856 tokens
     config = write(tmp_path, "kv_cache_config:\n  tokens_per_block: 64\n")
     plan = plan_of(pasted("--config", config))
-    assert plan.capacity.num_blocks == 16_343 and plan.capacity.tokens == 1_045_952
+    assert plan.capacity.num_blocks == 16_654 and plan.capacity.tokens == 1_065_856
 
 
 def test_max_gpu_total_bytes_zero_is_no_cap(tmp_path):
-    # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 32,686 blocks stay
+    # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 33,307 blocks stay
     config = write(tmp_path, "kv_cache_config:\n  max_gpu_total_bytes: 0\n")
-    assert plan_of(pasted("--config", config)).capacity.num_blocks == 32_686
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_307
 
 
 def test_flag_on_the_command_line_wins_over_the_file(tmp_path):
@@ -101,9 +104,9 @@ def test_known_keys_are_noted_or_listed(tmp_path):
 
 
 def test_empty_file_is_no_options(tmp_path):
-    # update_llm_args_with_extra_options reads an empty file as {}: the defaults' 32,686 blocks
+    # update_llm_args_with_extra_options reads an empty file as {}: the defaults' 33,307 blocks
     config = write(tmp_path, "# nothing yet\n")
-    assert plan_of(pasted("--config", config)).capacity.num_blocks == 32_686
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_307
 
 
 @pytest.mark.parametrize(("text", "where", "message"), [

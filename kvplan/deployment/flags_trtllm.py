@@ -117,8 +117,8 @@ KNOBS: dict[str, tuple[str, str]] = {
     "moe-expert-parallel-size": ("expert_parallel_size", "value"),
     "ep-size": ("expert_parallel_size", "value"),
     "kv-cache-dtype": ("kv_cache_dtype", "value"),
-    # choices pytorch (default) and _autodeploy; status "deprecated". The TensorRT-engine backend ('tensorrt',
-    # alias 'trt') accepted by older serve.py versions is no longer a choice.
+    # choices pytorch (default), tensorrt (alias trt: serve.py's ChoiceWithAlias) and _autodeploy; kvplan models
+    # pytorch and tensorrt (the `backend` knob).
     "backend": ("backend", "value"),
     # A YAML file of LLM-API arguments merged over the command line (update_llm_args_with_extra_dict); one option
     # with two names.
@@ -138,7 +138,7 @@ KNOBS: dict[str, tuple[str, str]] = {
 # Key -> kvplan field. kv_cache_config.max_gpu_total_bytes caps the KV pool in bytes (0, its default: no cap; with
 # free_gpu_memory_fraction also set, the smaller wins), like vLLM's --kv-cache-memory-bytes;
 # kv_cache_config.max_tokens caps it in tokens (kvplan's max_total_tokens, SGLang's --max-total-tokens).
-# A field that is not one of the Deployment's (expert_parallel_size, backend) is accepted and noted.
+# A field that is not one of the Deployment's (expert_parallel_size) is accepted and noted.
 EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "kv_cache_config.free_gpu_memory_fraction": "gpu_memory_utilization",
     "kv_cache_config.tokens_per_block": "block_size",

@@ -1,43 +1,57 @@
-"""TensorRT-LLM: free_gpu_memory_fraction (0.9) of the memory still free once the weights are loaded and a
-profiling forward pass has run, cut into whole tokens, then rounded up to blocks of tokens_per_block (32).
+"""TensorRT-LLM: free_gpu_memory_fraction (0.9) of the memory still free before the KV cache, cut into whole
+tokens, then rounded up to blocks of tokens_per_block (32). What "still free" means depends on the backend.
 
-Sources (NVIDIA/TensorRT-LLM, read in stored copies):
-- tensorrt_llm/_torch/pyexecutor/_util.py (1.0-1.1, KvCacheCreator._cal_max_tokens): available = (device total
-  - peak memory of the profiling run + the estimation pool it held) x fraction; max_tokens = available // bytes
-  per token (the PyTorch backend, trtllm-serve's default).
-- cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp (the TensorRT-engine backend and the final allocation of
-  both): max tokens = fraction x free memory / bytes per token, after the engine, execution context, runtime
-  buffers and decoder are allocated; blocks in the primary pool = ceilDiv(max tokens, tokens per block);
-  max_tokens_in_paged_kv_cache (or max_gpu_total_bytes) caps it, the smaller wins. KvCacheConfig stores the
-  fraction as a C++ float: 0.9 is 0.8999999761581421 (printed so in the logs).
+Sources (NVIDIA/TensorRT-LLM, read in stored copies of 1.0-1.2):
+- PyTorch backend (trtllm-serve's default), tensorrt_llm/_torch/pyexecutor/py_executor_creator.py
+  (create_py_executor) and _util.py (KvCacheCreator): try_prepare_estimation sizes a small KV cache for the
+  dummy requests (_get_token_num_for_estimation); PyExecutor.__init__ runs model_engine.warmup (torch.compile,
+  autotuning, CUDA-graph capture); configure_kv_cache_capacity then empties the caching allocator, runs the dummy
+  requests (_create_dummy_context_requests: max_num_tokens prompt tokens in requests of at most max_seq_len - 1,
+  one output token each), and takes peak = torch's allocated peak + what is used outside torch afterwards (CUDA
+  context, the C++ estimation pool, CUDA-graph pools, NCCL). _cal_max_memory: available = (device total - peak +
+  the estimation pool) x fraction; max_tokens = available // bytes per token (capped by kv_cache_config.max_tokens).
+- TensorRT-engine backend, cpp/tensorrt_llm/batch_manager (trtGptModelInflightBatching, kvCacheManager.cpp):
+  max tokens = fraction x the free memory after the engine (weights), its execution context (TensorRT's
+  activation memory for the build's max shapes), the runtime buffers and the decoder are allocated; the engine
+  prints each ("[MemUsageChange]") and "Memory usage when calculating max tokens in paged kv cache".
+- Both: blocks in the primary pool = ceilDiv(max tokens, tokens per block); max_tokens or max_gpu_total_bytes cap
+  it, the smaller wins. KvCacheConfig stores the fraction as a C++ float: 0.9 is 0.8999999761581421.
+
+The dummy forward's activations are sized from the model's layer structure: what one decoder layer holds at once
+for every prompt token, or the logits if they are larger. The CUDA graphs are captured in the warmup, before the
+profiling run, into one pool that stays: the largest graph's forward (model_engine._capture_generation_cuda_graphs).
+Workspaces (cuBLAS, attention, MoE kernels), NCCL buffers and the caching allocator's
+fragmentation are chosen at run time and are not modelled: the plan's notes say what each GiB of them costs.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Protocol
 
 from kvplan.capacity import pool_layout
 from kvplan.engines import common
 from kvplan.engines.base import Target
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
-from kvplan.units import GiB
+from kvplan.units import GiB, cdiv, dtype_bytes
 
 TOKENS_PER_BLOCK = 32
 FREE_FRACTION = 0.9
 MAX_NUM_TOKENS = 8192
 MAX_BATCH_SIZE = 2048
+# The decode batch sizes CudaGraphConfig captures when none are given: validate_cuda_graph_config takes
+# max_batch_size 128 (T03's log prints cuda_graph_max_batch_size=128) and _generate_cuda_graph_batch_sizes without
+# padding gives 1-31, 32, 64 and 128 (tensorrt_llm/llmapi/llm_args.py). cuda_graph_config is on by default.
+CUDA_GRAPH_BATCH_SIZES = (*range(1, 32), 32, 64, 128)
+# LogitsProcessor.forward (tensorrt_llm/_torch/modules/logits_processor.py) runs lm_head in the model's dtype and
+# returns logits.float(): both copies are alive at the upcast, in the eager forward and in a captured graph alike.
+LOGITS_UPCAST_BYTES = 4
+# TorchLlmArgs.disable_overlap_scheduler is False by default: the overlap scheduler is on.
+OVERLAP_SCHEDULER = True
 # The CUDA context, outside torch and counted in the profiling peak: 79.18 GiB total, 78.57 GiB free at startup
 # on an H100 (llm-d's measurement, the h100-sxm memory_source in kvplan/data/gpus.json).
 CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
-# The profiling run's activations: logits of the batch in fp32 (LOGITS_COPIES of max batch x vocab) plus routed-token
-# buffers for MoE models and a fixed part. Not derived from TensorRT-LLM: these are the values kvplan's vLLM
-# sampler model had when they were copied here, kept until TensorRT-LLM logs that print the profiling peak on a
-# discrete GPU are collected (the one such log, T03, is a unified-memory device).
-LOGITS_COPIES = 3.79
-MOE_COPIES = 1.0
-FIXED_BYTES = int(0.12 * GiB)
-LOGITS_BATCH_CAP = 1024
 
 
 def as_float32(value: float) -> float:
@@ -46,7 +60,7 @@ def as_float32(value: float) -> float:
 
 
 def pytorch_available_bytes(total: float, peak: float, estimation_pool: float, fraction: float) -> int:
-    """_cal_max_tokens: the memory for KV after the profiling run. The estimation pool was part of the peak and
+    """_cal_max_memory: the memory for KV after the profiling run. The estimation pool was part of the peak and
     is freed before the real pool is made, so it is counted back."""
     return int((total - peak + estimation_pool) * fraction)
 
@@ -67,13 +81,57 @@ def pool_blocks(tokens: int, tokens_per_block: int) -> int:
     return -(-tokens // tokens_per_block)
 
 
-def runtime_buffer_bytes(spec: ModelSpec, tp: int, batch: int, max_num_tokens: int) -> int:
-    logits = LOGITS_COPIES * min(batch, max_num_tokens) * spec.vocab_size * 4
-    moe = 0.0
-    if spec.moe is not None:
-        moe = MOE_COPIES * max_num_tokens * spec.moe.experts_per_token * (
-            spec.hidden_size + spec.moe.expert_intermediate_size / tp) * 2
-    return int(logits + moe) + FIXED_BYTES
+def dummy_requests(max_num_tokens: int, max_seq_len: int) -> int:
+    """_create_dummy_context_requests: max_num_tokens prompt tokens cut into requests of at most
+    max_seq_len - 1 (at least 1) tokens; the last request takes what is left."""
+    return cdiv(max_num_tokens, max(1, min(max_num_tokens, max_seq_len - 1)))
+
+
+def estimation_tokens(max_num_tokens: int, max_seq_len: int, tokens_per_block: int, overlap: bool) -> int:
+    """_get_token_num_for_estimation: the estimation pool's size, each dummy request's prompt plus its generated
+    token (plus one more with the overlap scheduler) in whole blocks of its own."""
+    extra = 1 + int(overlap)
+    longest = max(1, min(max_num_tokens, max_seq_len - 1))
+    full, rest = divmod(max_num_tokens, longest)
+    blocks = full * cdiv(longest + extra, tokens_per_block) + (cdiv(rest + extra, tokens_per_block) if rest else 0)
+    return blocks * tokens_per_block
+
+
+def token_activation_elements(spec: ModelSpec, tp: int) -> int:
+    """What one decoder layer holds at its MLP for each token it runs, in elements. GatedMLP.forward
+    (tensorrt_llm/_torch/modules/gated_mlp.py) keeps the fused gate/up output h1 (2 x intermediate / TP) alive
+    while swiglu makes h2 (intermediate / TP) and down_proj writes its output; beside them live the residual and the
+    MLP's normed input: 3 x hidden + 3 x intermediate / TP. A routed-expert layer holds each token once per chosen
+    expert (its copy of the hidden state, the expert's gate/up and SwiGLU outputs); shared experts run beside them.
+    Attention's buffers come and go before the MLP's (the peak is one phase, not their sum) and are narrower
+    wherever the MLP is the usual 3-4 x hidden wide, so they are not counted."""
+    hidden = 3 * spec.hidden_size
+    dense = 3 * spec.intermediate_size // tp
+    if spec.moe is None:
+        return hidden + dense
+    moe = spec.moe
+    routed = moe.experts_per_token * (spec.hidden_size + 3 * moe.expert_intermediate_size // tp)
+    expert_layer = routed + 3 * moe.shared_intermediate_size // tp  # all shared experts' width together
+    return hidden + (max(dense, expert_layer) if moe.dense_layers else expert_layer)
+
+
+def forward_activation_bytes(spec: ModelSpec, tp: int, tokens: int, logit_rows: int, element_bytes: int) -> int:
+    """The peak of one forward pass of `tokens` tokens on one rank: the larger of a decoder layer's MLP (every
+    token) and the logits, one row per request at its last position (the model engine gathers those unless context
+    logits are asked for), in the model's dtype and in float32 at once. The layers' buffers are freed before
+    lm_head runs, so the two do not add up."""
+    layers = tokens * token_activation_elements(spec, tp) * element_bytes
+    logits = logit_rows * spec.vocab_size * (element_bytes + LOGITS_UPCAST_BYTES)
+    return max(layers, logits)
+
+
+def largest_graph(max_batch_size: int, max_num_tokens: int, estimation_blocks: int) -> int:
+    """The batch of the largest CUDA graph the warmup captures, one token per request. _filter_cuda_graph_batch_sizes
+    keeps the sizes up to min(max_batch_size, max_num_tokens); _capture_generation_cuda_graphs captures them
+    largest first, each needing a free KV block per request, and stops at the first the estimation pool cannot
+    hold (so no graph at all when the largest does not fit)."""
+    kept = [size for size in CUDA_GRAPH_BATCH_SIZES if size <= min(max_batch_size, max_num_tokens)]
+    return kept[-1] if kept and kept[-1] <= estimation_blocks else 0
 
 
 def _block_bytes(target: Target, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
@@ -83,6 +141,82 @@ def _block_bytes(target: Target, settings: EngineSettings, decoder_layers: int, 
                  prepared.stages[-1])
     return pool_layout(stage.layers, settings.block_size, prepared.kv_bytes,
                        target.deployment.tensor_parallel_size).block_bytes
+
+
+def _element_bytes(target: Target) -> int:
+    return dtype_bytes(common.model_dtype(target.spec, target.deployment, target.gpu)[0])
+
+
+class Backend(Protocol):
+    name: str
+
+    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+        """Activation bytes and CUDA-graph bytes in use on one rank when the free memory is measured."""
+        ...
+
+    def available(self, total: int, used: int, fraction: float) -> int: ...
+
+    def measured_after(self, settings: EngineSettings) -> str:
+        """What has been allocated when the free memory is measured, for the plan's note."""
+        ...
+
+
+class PyTorchBackend:
+    """trtllm-serve's default: the profiling run of the dummy requests, CUDA graphs captured before it."""
+
+    name = "pytorch"
+
+    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+        spec, tp, size = target.spec, target.deployment.tensor_parallel_size, _element_bytes(target)
+        tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
+        requests = dummy_requests(tokens, settings.max_model_len)
+        activation = forward_activation_bytes(spec, tp, tokens, requests if last else 0, size)
+        if target.deployment.enforce_eager:
+            return activation, 0
+        # The graphs share one private pool (CUDAGraphRunner.capture keeps only weak references to their outputs,
+        # smaller graphs reuse the larger's memory): the largest graph's forward. empty_cache cannot release the
+        # pool, so it is in the measured peak.
+        blocks = estimation_tokens(tokens, settings.max_model_len, settings.block_size,
+                                   OVERLAP_SCHEDULER) // settings.block_size
+        batch = largest_graph(settings.max_num_seqs or MAX_BATCH_SIZE, tokens, blocks)
+        return activation, forward_activation_bytes(spec, tp, batch, batch if last else 0, size)
+
+    def available(self, total: int, used: int, fraction: float) -> int:
+        # the estimation pool is in the measured peak and counted back: it cancels out of a prediction
+        return pytorch_available_bytes(total, used, 0, fraction)
+
+    def measured_after(self, settings: EngineSettings) -> str:
+        return f"the weights, the CUDA graphs and a profiling forward of {settings.max_num_batched_tokens:,} tokens"
+
+
+class TensorRtEngine:
+    """A prebuilt TensorRT engine (the C++ executor, Triton's tensorrtllm backend): no profiling run. Its
+    execution context is the activation memory TensorRT computed at build time for the max shapes
+    (docs/source/reference/memory.md: close to max_num_tokens x a factor of the network); kvplan's layer estimate
+    for max_num_tokens stands in for it. The runtime buffers and decoder, sized by max_batch_size and max_seq_len
+    and printed by the engine, are not modelled."""
+
+    name = "tensorrt"
+
+    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+        tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
+        return forward_activation_bytes(target.spec, target.deployment.tensor_parallel_size, tokens, 0,
+                                        _element_bytes(target)), 0
+
+    def available(self, total: int, used: int, fraction: float) -> int:
+        return engine_available_bytes(total - used, fraction)
+
+    def measured_after(self, settings: EngineSettings) -> str:
+        return "the TensorRT engine and its execution context (runtime buffers and decoder not modelled)"
+
+
+_ENGINE_BACKEND = TensorRtEngine()
+BACKENDS: dict[str, Backend] = {"pytorch": PyTorchBackend(), "tensorrt": _ENGINE_BACKEND, "trt": _ENGINE_BACKEND}
+
+
+def backend(target: Target) -> Backend:
+    """The deployment's backend (trtllm-serve --backend; the PyTorch one when none is declared)."""
+    return BACKENDS[target.deployment.backend or "pytorch"]
 
 
 class TensorRtLlm:
@@ -102,13 +236,11 @@ class TensorRtLlm:
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
-        dep, gpu = target.deployment, target.gpu
-        batch = min(settings.max_num_seqs or MAX_BATCH_SIZE, LOGITS_BATCH_CAP) if last else 0
-        runtime = runtime_buffer_bytes(target.spec, dep.tensor_parallel_size, batch,
-                                       settings.max_num_batched_tokens or MAX_NUM_TOKENS)
-        peak = weights_bytes + runtime + CUDA_CONTEXT_BYTES
+        dep, gpu, rules = target.deployment, target.gpu, backend(target)
+        activation, graphs = rules.before_kv(target, settings, last)
+        used = weights_bytes + activation + graphs + CUDA_CONTEXT_BYTES
         fraction = as_float32(settings.gpu_memory_utilization or FREE_FRACTION)
-        available = pytorch_available_bytes(gpu.memory_bytes, peak, 0, fraction)
+        available = rules.available(gpu.memory_bytes, used, fraction)
         if dep.kv_cache_memory_bytes is not None:
             # max_gpu_total_bytes with the fraction also set: the smaller wins (with no GPU given, the bytes alone)
             available = dep.kv_cache_memory_bytes if gpu.memory_bytes == 0 else min(available,
@@ -119,15 +251,19 @@ class TensorRtLlm:
             per_token = block // settings.block_size
             # max_tokens (kv_cache_config.max_tokens) caps the tokens before they are rounded up to blocks
             pool = pool_blocks(max_tokens(available, per_token, dep.max_total_tokens), settings.block_size) * block
-        free = gpu.memory_bytes - peak
-        return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=runtime,
-                      non_torch_bytes=CUDA_CONTEXT_BYTES, reserve_bytes=max(0, free - pool),
-                      kv_cache_bytes=pool)
+        free = gpu.memory_bytes - used
+        return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
+                      non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
+                      reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
-        return [f"free_gpu_memory_fraction {settings.gpu_memory_utilization} of the memory free after the weights "
-                "and the profiling run, rounded up to whole blocks (the profiling run's activations are "
-                "estimated, not yet calibrated on TensorRT-LLM logs)"]
+        fraction = settings.gpu_memory_utilization
+        stages = common.prepare(target, flat_pool=True, settings=settings).stages
+        block = _block_bytes(target, settings, stages[-1].decoder_layers, True)
+        per_gib = int(as_float32(fraction or FREE_FRACTION) * GiB) // max(1, block // settings.block_size)
+        return [f"free_gpu_memory_fraction {fraction} of the memory free after {backend(target).measured_after(settings)}"
+                ", rounded up to whole blocks; kernel workspaces, NCCL buffers and allocator fragmentation are not "
+                f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
 
 
 ENGINE = TensorRtLlm()
