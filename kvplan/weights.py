@@ -8,8 +8,11 @@ from dataclasses import dataclass, replace
 from kvplan.models.model import ModelSpec
 
 FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
+# AutoRound (quantization/auto_round.py AutoRoundConfig) loads through vLLM's GPTQ or AWQ linear methods by its
+# packing_format, with the config's bits and group_size: packed integers, a 16-bit scale and a packed zero point
+# per group, as those formats; lm_head stays 16-bit (ParallelLMHead is not quantized).
 INT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "compressed-tensors", "bitsandbytes", "marlin",
-               "int4", "int8", "experts_int8", "w8a8", "gguf")
+               "int4", "int8", "experts_int8", "w8a8", "gguf", "auto-round", "auto_round")
 
 
 @dataclass(frozen=True)

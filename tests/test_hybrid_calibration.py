@@ -96,7 +96,9 @@ def test_y08_block_alignment_of_nemotron_h():
 
 def test_y08_float32_state_is_what_raises_the_block():
     # With a bf16 SSM state instead of the log's float32 (1,048,576 B): 16 x cdiv(1,085,440, 8,192) = 2,128 tokens.
-    replay = calibration.pool_replay({**BY_ID["Y08"], "hf_overrides": {"mamba_ssm_dtype": "bfloat16"}})
+    # Both spellings: the flag where the replay passes the entry's mamba_ssm_cache_dtype, the config field where not.
+    replay = calibration.pool_replay({**BY_ID["Y08"], "mamba_ssm_cache_dtype": "bfloat16",
+                                      "hf_overrides": {"mamba_ssm_dtype": "bfloat16"}})
     assert replay.low is not None and replay.low.block_size == 2128 and not replay.closes
 
 

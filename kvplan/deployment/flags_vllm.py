@@ -88,6 +88,7 @@ MODELLED: dict[str, tuple[str, tuple[str, ...]]] = {
     "config": ("value", ()),  # YAML file whose keys are spliced in as flags before the rest of the command line
     "dtype": ("value", ()),
     "kv-cache-dtype": ("value", ()),
+    "mamba-ssm-cache-dtype": ("value", ()),  # choices auto/float32/float16/bfloat16 (config/cache.py MambaDType)
     "quantization": ("value", ("-q",)),
     "block-size": ("value", ()),
     "tensor-parallel-size": ("value", ("-tp",)),
@@ -430,7 +431,6 @@ NOTED: dict[str, tuple[str, str]] = {
     "num-gpu-blocks-override": ("value", "fixes the number of KV blocks regardless of the memory budget"),
     "kv-cache-dtype-skip-layers": ("list", "listed layers keep unquantized KV"),
     "mamba-cache-dtype": ("value", "dtype of Mamba/SSM state (hybrid models' state bytes)"),
-    "mamba-ssm-cache-dtype": ("value", "dtype of the SSM state alone"),
     "mamba-block-size": ("value", "granularity of cached Mamba states"),
     "replayssm-buffer-len": ("value", "length of the ReplaySSM input buffer"),
     "use-replayssm": ("bool+no", "ReplaySSM keeps a buffer of recent SSM inputs per request"),

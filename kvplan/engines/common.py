@@ -72,14 +72,18 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
 
 def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settings: EngineSettings) -> list[Layer]:
     """Recurrent states as the paged engine holds them (vLLM MambaBase.get_kv_cache_spec, mamba_utils): the conv
-    state in the served dtype (mamba_cache_dtype auto), the SSM state in the config's mamba_ssm_dtype or the same,
-    one conv row and one block more per speculative token, plus the prefix-caching block. An engine that keeps
-    them outside its pool sees them as sizeless."""
+    state in the served dtype (mamba_cache_dtype auto), the SSM state in --mamba-ssm-cache-dtype, else the config's
+    mamba_ssm_dtype, else as the conv state (MambaStateDtypeCalculator._mamba_state_dtype), one conv row and one
+    block more per speculative token, plus the prefix-caching block. An engine that keeps them outside its pool
+    sees them as sizeless."""
     if not settings.paged_states:
         return [layer.as_full() if isinstance(layer, RecurrentState) else layer for layer in layers]
     spec_tokens = speculative_tokens(dep)
+    ssm_flag = dep.mamba_ssm_cache_dtype
+    ssm = None if ssm_flag == "auto" else dtype_bytes(ssm_flag, dep.where("mamba_ssm_cache_dtype"))
     return [replace(layer, conv_bytes=model_bytes, spec_tokens=spec_tokens,
-                    held_blocks=1 + spec_tokens + (settings.state_extra_blocks if layer.prefix_cached else 0))
+                    held_blocks=1 + spec_tokens + (settings.state_extra_blocks if layer.prefix_cached else 0),
+                    ssm_bytes=layer.ssm_bytes if ssm is None else ssm)
             if isinstance(layer, RecurrentState) else layer for layer in layers]
 
 

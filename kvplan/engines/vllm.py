@@ -1,6 +1,6 @@
 """vLLM's KV budget, era by era (see docs/vllm-model.md): available = CUDA total x utilization - weights -
-profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+), per rank; blocks are the
-floor per rank and the minimum over ranks."""
+profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+, in proportion to the batch sizes
+captured), per rank; blocks are the floor per rank and the minimum over ranks."""
 
 from __future__ import annotations
 
@@ -59,18 +59,46 @@ ERAS = (
     ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
                  int(0.55 * GiB), False, 0.9)),
     # Non-torch at TP or PP > 1 from v0.17: 2.1 GiB is the llm-d-planner v0.19 H100 sweep's TP >= 2 figure
-    # (github.com/llm-d-incubation/llm-d-planner, accuracy report); no multi-GPU v0.19+ log with its breakdown
-    # is in data/vllm_calibration.yaml yet, and v0.21+ carries the v0.19 constants unchanged.
+    # (github.com/llm-d-incubation/llm-d-planner, accuracy report), the only cited multi-GPU figure; v0.21+ keeps
+    # it. What vLLM counts (utils/mem_utils.py memory_profiling): what is allocated outside torch after the
+    # worker's init snapshot, which gpu_worker.init_device takes after init_worker_distributed_environment (by
+    # v0.11 already): what the communicators allocate at start-up is not charged (it comes out of the 1 -
+    # utilization margin), only what grows later. Public startup logs outside the calibration data print 0.95 to
+    # 1.63 GiB at TP >= 2 on H200, B200 and B300; no consumer-card log prints it apart (engine-calibration Y12
+    # gives weights and non-torch as one figure), so no PCIe figure replaces llm-d's.
     # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
     # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
     # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
     # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
     ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
                   int(2.1 * GiB), False, 0.9, peak_of_larger=True)),
+    # v0.21+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 ("default since v0.21.0", gpu_worker.py; opt-in
+    # since PR #30515), and determine_available_memory subtracts the estimate from the budget. The "consumed
+    # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
+    # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
+    # is the graphs' actual pool, captured after the KV cache and not subtracted.
     ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
                   int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True)),
 )
-CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB  # v0.19 estimates: 0.55 GiB / 32 layers .. 1.05 GiB / 62 layers
+# The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): per graph mode, the
+# first capture plus (graphs - 1) x the second capture's memory, so it grows linearly with the capture sizes.
+# 18 MiB per decoder layer at 51 sizes: the v0.19 H100 logs printed 0.55 GiB for 32 layers, 0.84 GiB for 42,
+# 1.05 GiB for 62 (data/vllm_calibration.yaml C16-C18, max_num_seqs 1024: sizes up to 512, 51 of them).
+CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB
+CUDA_GRAPH_REFERENCE_SIZES = 51
+
+
+def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int) -> int:
+    """How many batch sizes vLLM captures by default (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
+    releases have it; compilation_config's own sizes are not modelled): up to min(max_num_seqs x (1 + speculative
+    tokens) x 2, 512, max_num_batched_tokens), the sizes 1, 2, 4, then every 8 below 256 and every 16 from 256;
+    with speculative decoding each is rounded up to a multiple of 1 + speculative tokens
+    (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped."""
+    query = 1 + spec_tokens
+    largest = min(max_num_seqs * query * 2, 512, max_num_batched_tokens)
+    sizes = [size for size in (1, 2, 4) if size <= largest]
+    sizes += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
+    return len({-(-size // query) * query for size in sizes})
 
 
 def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
@@ -241,7 +269,11 @@ class Vllm:
         non_torch = era.non_torch_multi if tp * pp > 1 else era.non_torch_single
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
-        graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers if use_graphs and not eager else 0
+        graphs = 0
+        if use_graphs and not eager:
+            sizes = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
+                                     common.speculative_tokens(dep))
+            graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers * sizes // CUDA_GRAPH_REFERENCE_SIZES
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
 
