@@ -4,9 +4,9 @@ blocks fit, and how many blocks one request holds (vLLM v1 kv_cache_utils rules)
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from kvplan.models.layers import Layer, RecurrentState
+from kvplan.models.layers import Layer
 from kvplan.units import cdiv
 
 
@@ -95,7 +95,8 @@ def pool_layouts(stages: list[list[Layer]], block_size: int, kv_bytes: int, tp: 
     """Each pipeline stage's pool. As vLLM's get_kv_cache_configs (v1 kv_cache_utils, 0.10+): the whole model's
     layers are grouped once, by the layer ratio of the whole model, and those groups are projected onto each
     stage; a stage's block spans as many layers as its fullest group holds there."""
-    paged = [[layer for layer in stage if layer.holds_kv or isinstance(layer, RecurrentState)] for stage in stages]
+    paged = [[cache for layer in stage for cache in layer.cache_layers() if cache.holds_kv or cache.paged_state]
+             for stage in stages]
     everything = [layer for stage in paged for layer in stage]
     if not everything:
         return [PoolLayout(block_size, (), 0, 0, 0, kv_bytes, tp) for _ in stages]
@@ -103,7 +104,7 @@ def pool_layouts(stages: list[list[Layer]], block_size: int, kv_bytes: int, tp: 
     if attention:
         block_size = aligned_block_size(everything, block_size, kv_bytes, tp)
         page = attention[0].page_bytes(block_size, kv_bytes, tp)
-        paged = [[padded_state(layer, page, tp) for layer in stage] for stage in paged]
+        paged = [[layer.padded_to(page, tp) for layer in stage] for stage in paged]
     elif max_model_len:
         # State only (pure Mamba): a state block stands for a whole request, vLLM's MambaSpec block_size being
         # max_model_len; the logged token count is in those blocks.
@@ -122,21 +123,13 @@ def aligned_block_size(layers: list[Layer], block_size: int, kv_bytes: int, tp: 
     0.10-0.2x): with state layers beside attention, an attention block must hold at least one state page, so the
     block size becomes the smallest multiple of 16 tokens whose attention page is >= the state page, unless the
     user chose a larger one ("Setting attention block size to N tokens")."""
-    states = [layer.state_page_bytes(tp) for layer in layers if isinstance(layer, RecurrentState)]
+    states = [layer.state_page_bytes(tp) for layer in layers if layer.paged_state]
     attention = next((layer for layer in layers if layer.holds_kv), None)
     if not states or attention is None:
         return block_size
     per_token = attention.page_bytes(1, kv_bytes, tp)
     step = ATTENTION_BLOCK_ALIGNMENT
     return max(block_size, step * cdiv(max(states), step * per_token))
-
-
-def padded_state(layer: Layer, attention_page: int, tp: int) -> Layer:
-    """A state page padded up to the attention page ("Padding mamba page size by X%"), so that every group's
-    pages are equal; other layers as they are."""
-    if isinstance(layer, RecurrentState) and layer.state_page_bytes(tp) < attention_page:
-        return replace(layer, padded_page=attention_page)
-    return layer
 
 
 @dataclass(eq=False)

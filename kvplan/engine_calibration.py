@@ -12,7 +12,6 @@ from typing import Any
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate, sglang, trtllm
 from kvplan.hardware import find_gpu
-from kvplan.models.layers import RecurrentState
 from kvplan.models.model import ModelSpec
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
@@ -36,7 +35,7 @@ def _deployment(entry: dict[str, Any], kv_cache_memory: int | None = None, gpu: 
         kv_cache_dtype=entry.get("kv_cache_dtype", "auto"), tensor_parallel_size=entry.get("tp", 1),
         block_size=block_size, gpu_memory_utilization=entry.get("mem_fraction_static", entry.get("fraction")),
         max_num_seqs=entry.get("max_batch_size"), kv_cache_memory_bytes=kv_cache_memory,
-        backend="tensorrt" if entry.get("kind") == "trtllm_engine" else None)
+        backend=entry.get("backend"))
 
 
 def pool_plan(entry: dict[str, Any], kv_cache_memory: int) -> Plan:
@@ -303,7 +302,7 @@ class PoolFigures:
 def state_padding_percent(plan: Plan) -> float | None:
     """How much the state page was padded to the attention page, as vLLM logs it (None without states)."""
     layout = plan.layout
-    state = next((g.layer for g in layout.groups if isinstance(g.layer, RecurrentState)), None)
+    state = next((g.layer for g in layout.groups if g.layer.paged_state), None)
     if state is None:
         return None
     real = state.state_page_bytes(layout.tp)

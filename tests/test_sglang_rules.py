@@ -11,6 +11,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import estimate as engines_estimate
 from kvplan.engines import sglang
 from kvplan.engines.base import Target
+from kvplan.errors import KvplanError
 from kvplan.models.hf_config import parse_config
 from kvplan.models.model import SpecSource
 from kvplan.plan import GpuChoice
@@ -212,3 +213,15 @@ def test_swa_ratio_is_noted_for_sliding_window_models_only():
     assert any("swa_full_tokens_ratio 0.5" in note for note in gemma.notes)
     qwen = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", swa_full_tokens_ratio=0.5)
     assert not any("swa_full_tokens_ratio" in note for note in qwen.notes)
+
+
+def test_attention_dp_must_divide_tp():
+    # layers/dp_attention.py compute_dp_attention_world_info: attn_tp = tp // attn_dp and rank r's group is
+    # r // attn_tp; TP 4 with attn-dp 3 gives attn_tp 1 and a fourth group (rank 3) that does not exist.
+    with pytest.raises(KvplanError, match="attention data parallel 3 must divide tensor parallel 4"):
+        estimate("Qwen/Qwen2.5-7B", gpu="h200", engine="sglang", tensor_parallel_size=4,
+                 attention_data_parallel_size=3)
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h200", engine="sglang", tensor_parallel_size=4,
+                    attention_data_parallel_size=2)
+    assert sglang.attention_tp(Target(plan.model, Deployment(engine="sglang", tensor_parallel_size=4,
+                                                              attention_data_parallel_size=2), plan.gpu)) == 2

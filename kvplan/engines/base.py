@@ -11,9 +11,15 @@ from kvplan.deployment.knobs import AUTO
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
+from kvplan.units import GiB
 
 if TYPE_CHECKING:
     from kvplan.capacity import SplitPools
+
+# The CUDA context, outside torch, taken before SGLang measures its "free before load" and counted in TensorRT-LLM's
+# profiling peak: llm-d measured 78.57 GiB free at startup of 79.18 GiB on an H100 (the h100-sxm memory_source in
+# kvplan/data/gpus.json). One GPU, no NCCL: the communicators of TP > 1 take more, which kvplan does not model.
+CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 
 
 @dataclass(eq=False)

@@ -9,7 +9,7 @@ from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.engines.base import PoolRules, Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import Layer, RecurrentState, StateOnly
+from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import Capacity, EngineSettings, GpuChoice, LadderRung, Memory, Plan
 from kvplan.units import GiB, canonical_dtype, dtype_bytes, kv_cache_format
@@ -77,14 +77,11 @@ def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settin
     block more per speculative token, plus the prefix-caching block. An engine that keeps them outside its pool
     sees them as sizeless."""
     if not settings.paged_states:
-        return [layer.as_full() if isinstance(layer, RecurrentState) else layer for layer in layers]
+        return [layer.unpaged() for layer in layers]
     spec_tokens = speculative_tokens(dep)
     ssm_flag = dep.mamba_ssm_cache_dtype
     ssm = None if ssm_flag == "auto" else dtype_bytes(ssm_flag, dep.where("mamba_ssm_cache_dtype"))
-    return [replace(layer, conv_bytes=model_bytes, spec_tokens=spec_tokens,
-                    held_blocks=1 + spec_tokens + (settings.state_extra_blocks if layer.prefix_cached else 0),
-                    ssm_bytes=layer.ssm_bytes if ssm is None else ssm)
-            if isinstance(layer, RecurrentState) else layer for layer in layers]
+    return [layer.as_served(model_bytes, ssm, spec_tokens, settings.state_extra_blocks) for layer in layers]
 
 
 def speculative_tokens(dep: Deployment) -> int:
@@ -153,7 +150,9 @@ def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: boo
     result = []
     for index, span in enumerate(ranges):
         last = index == len(ranges) - 1
-        layers = [spec.layers[i] for i in span] + (drafts if last else [])
+        # one entry per cache layer: a decoder layer with parallel mixers registers one per mixer (vLLM v1)
+        layers = [cache for layer in [spec.layers[i] for i in span] + (drafts if last else [])
+                  for cache in layer.cache_layers()]
         if flat_pool:
             layers = [layer.as_full() for layer in layers]
         result.append(Stage(layers, len(span), index == 0, last))
@@ -252,7 +251,7 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
         waste = layout.padding_layers / (sum(g.slots for g in layout.groups)) * 100
         notes.append(f"{layout.padding_layers} padding layers to make equal KV groups (up to {waste:.2f}% of "
                      "the pool unused)")
-    if layout.groups and any(isinstance(layer, StateOnly) for stage in prepared.stages for layer in stage.layers):
+    if layout.groups and any(layer.state_outside_pool for stage in prepared.stages for layer in stage.layers):
         notes.append("state-only (Mamba / linear attention) layers hold a per-sequence state that is not "
                      "counted in the block pool")
     if dep.data_parallel_size > 1:
@@ -283,7 +282,7 @@ def _placement_note(placement: ExpertPlacement, num_experts: int) -> str:
 
 
 def _has_states(layout: PoolLayout) -> bool:
-    return any(isinstance(group.layer, RecurrentState) for group in layout.groups)
+    return any(group.layer.paged_state for group in layout.groups)
 
 
 def _aligned(settings: EngineSettings, layout: PoolLayout) -> tuple[EngineSettings, list[str]]:
@@ -294,7 +293,7 @@ def _aligned(settings: EngineSettings, layout: PoolLayout) -> tuple[EngineSettin
         notes.append(f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size "
                      "is >= mamba page size (vLLM)")
         settings = replace(settings, block_size=layout.block_size)
-    state = next((g.layer for g in layout.groups if isinstance(g.layer, RecurrentState)), None)
+    state = next((g.layer for g in layout.groups if g.layer.paged_state), None)
     if state is not None and has_attention:
         real = state.state_page_bytes(layout.tp)
         padded = state.page_bytes(layout.block_size, layout.kv_bytes, layout.tp)
@@ -323,6 +322,10 @@ def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout,
         over = [m for m in memories if m.total_bytes and m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
         if over:
             m = over[0]
+            if m.weights_bytes > m.total_bytes:
+                return (f"{label} would fail to load the weights: {m.weights_bytes / GiB:.2f} GiB exceed the GPU's "
+                        f"{m.total_bytes / GiB:.2f} GiB (CUDA out of memory). Add GPUs or use a smaller or quantized "
+                        "model.")
             return (f"{label} would fail to allocate: a KV pool of {m.kv_cache_bytes / GiB:.2f} GiB and "
                     f"{m.weights_bytes / GiB:.2f} GiB of weights exceed the GPU's {m.total_bytes / GiB:.2f} GiB "
                     "(CUDA out of memory). Give a smaller KV cache memory size.")

@@ -21,20 +21,14 @@ replays of real logs land a few tens of MiB above the logged pool (docs/calibrat
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines import common
-from kvplan.engines.base import PoolRules, Target
+from kvplan.engines.base import CUDA_CONTEXT_BYTES, PoolRules, Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import RecurrentState, StateOnly
+from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
-from kvplan.units import GiB, MiB, dtype_bytes
+from kvplan.units import MiB, dtype_bytes
 
-# Memory the CUDA context takes before the engine measures "free before load": llm-d measured 78.57 GiB free at
-# startup of 79.18 GiB on an H100 (the h100-sxm memory_source in kvplan/data/gpus.json). One GPU, no NCCL:
-# communicators of TP > 1 take more, which kvplan does not model.
-CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 # server_args defaults: the share of the rest memory given to Mamba states when --max-mamba-cache-size is not set,
 # and the SWA pool's size relative to the full-attention pool.
 MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -172,16 +166,14 @@ def state_bytes_per_request(target: Target) -> int:
     in the config's mamba_ssm_dtype or float32 (server_args' mamba_ssm_dtype default), its heads divided by the
     attention TP size (configs/qwen3_next.py mamba2_cache_params: tp_world_size=get_attention_tp_size())."""
     spec, dep = target.spec, target.deployment
-    ranks = attention_tp(target)
     served = dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0])
-    total = 0
-    for layer in spec.layers:
-        if isinstance(layer, RecurrentState):
-            sized = replace(layer, conv_bytes=served, ssm_bytes=layer.ssm_bytes or MAMBA_SSM_BYTES)
-            total += sized.state_page_bytes(ranks)
-        elif isinstance(layer, StateOnly):  # a state the config does not size: its bytes where known
-            total += -(-(layer.state_bytes or 0) // ranks)
-    return total
+    return sum(layer_state_bytes(layer, served, attention_tp(target)) for layer in spec.layers)
+
+
+def layer_state_bytes(layer: Layer, served: int, ranks: int) -> int:
+    """One request's state in one layer on one rank, as SGLang types it: the conv state in the served dtype, the SSM
+    state in the config's mamba_ssm_dtype or else float32 (the kind's own sequence_state_bytes)."""
+    return layer.sequence_state_bytes(served, MAMBA_SSM_BYTES, ranks)
 
 
 class Sglang(PoolRules):
@@ -194,6 +186,12 @@ class Sglang(PoolRules):
     def settings(self, target: Target) -> EngineSettings:
         dep, gpu = target.deployment, target.gpu
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        if tp % attention_dp(target):
+            # compute_dp_attention_world_info: rank r joins attention group r // (tp // attn_dp), which must be one
+            # of the attn_dp groups
+            raise KvplanError(f"attention data parallel {attention_dp(target)} must divide tensor parallel {tp}: "
+                              "SGLang splits the TP ranks into that many equal attention groups",
+                              dep.where("attention_data_parallel_size"))
         mib = gpu_mib(gpu)
         chunked, graph_bs = gpu_defaults(mib, tp)
         chunked = dep.max_num_batched_tokens or chunked
@@ -280,10 +278,14 @@ class Sglang(PoolRules):
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
         given = target.deployment.gpu_memory_utilization is not None
-        notes = [f"mem_fraction_static {settings.gpu_memory_utilization}"
-                 + ("" if given else " (SGLang's default heuristic for this GPU)")
-                 + f"; held back: {1 - (settings.gpu_memory_utilization or 1):.3f} of the memory free before the "
-                 "weights load"]
+        fraction = settings.gpu_memory_utilization
+        if fraction is not None and fraction <= 0:  # only the default heuristic gives one: the flag must be > 0
+            notes = [f"mem_fraction_static {fraction}: SGLang's default heuristic reserves more MiB for "
+                     f"activations, CUDA graphs and buffers than this GPU's {gpu_mib(target.gpu):,.0f} MiB, so no "
+                     "fraction is left for weights and KV cache and SGLang stops at startup (not enough memory)"]
+        else:
+            notes = [f"mem_fraction_static {fraction}" + ("" if given else " (SGLang's default heuristic for this GPU)")
+                     + f"; held back: {1 - (fraction or 1):.3f} of the memory free before the weights load"]
         if not given and target.spec.params.vision and _vision_tower(target) is None:
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")

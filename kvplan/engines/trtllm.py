@@ -31,7 +31,7 @@ from typing import Protocol
 
 from kvplan.capacity import pool_layout
 from kvplan.engines import common
-from kvplan.engines.base import Target
+from kvplan.engines.base import CUDA_CONTEXT_BYTES, Target
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
 from kvplan.units import GiB, cdiv, dtype_bytes
@@ -49,9 +49,6 @@ CUDA_GRAPH_BATCH_SIZES = (*range(1, 32), 32, 64, 128)
 LOGITS_UPCAST_BYTES = 4
 # TorchLlmArgs.disable_overlap_scheduler is False by default: the overlap scheduler is on.
 OVERLAP_SCHEDULER = True
-# The CUDA context, outside torch and counted in the profiling peak: 79.18 GiB total, 78.57 GiB free at startup
-# on an H100 (llm-d's measurement, the h100-sxm memory_source in kvplan/data/gpus.json).
-CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 
 
 def as_float32(value: float) -> float:
@@ -242,8 +239,9 @@ class TensorRtLlm:
         fraction = as_float32(settings.gpu_memory_utilization or FREE_FRACTION)
         available = rules.available(gpu.memory_bytes, used, fraction)
         if dep.kv_cache_memory_bytes is not None:
-            # max_gpu_total_bytes with the fraction also set: the smaller wins (with no GPU given, the bytes alone)
-            available = dep.kv_cache_memory_bytes if gpu.memory_bytes == 0 else min(available,
+            # max_gpu_total_bytes with the fraction also set: the smaller wins (with no GPU given, the bytes alone);
+            # where nothing is free the pool is empty, not negative: the weights alone do not fit
+            available = dep.kv_cache_memory_bytes if gpu.memory_bytes == 0 else min(max(available, 0),
                                                                                      dep.kv_cache_memory_bytes)
         block = _block_bytes(target, settings, decoder_layers, last)
         pool = available

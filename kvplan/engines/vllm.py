@@ -1,6 +1,6 @@
 """vLLM's KV budget, era by era (see docs/vllm-model.md): available = CUDA total x utilization - weights -
-profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+, in proportion to the batch sizes
-captured), per rank; blocks are the floor per rank and the minimum over ranks."""
+profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+, a first capture plus a part per
+further batch size captured), per rank; blocks are the floor per rank and the minimum over ranks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import Target
 from kvplan.errors import KvplanError
-from kvplan.models.layers import RecurrentState
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB
@@ -63,8 +62,7 @@ ERAS = (
     # it. What vLLM counts (utils/mem_utils.py memory_profiling): what is allocated outside torch after the
     # worker's init snapshot, which gpu_worker.init_device takes after init_worker_distributed_environment (by
     # v0.11 already): what the communicators allocate at start-up is not charged (it comes out of the 1 -
-    # utilization margin), only what grows later. Public startup logs outside the calibration data print 0.95 to
-    # 1.63 GiB at TP >= 2 on H200, B200 and B300; no consumer-card log prints it apart (engine-calibration Y12
+    # utilization margin), only what grows later. No consumer-card log prints it apart (engine-calibration Y12
     # gives weights and non-torch as one figure), so no PCIe figure replaces llm-d's.
     # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
     # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
@@ -81,11 +79,20 @@ ERAS = (
                   int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True)),
 )
 # The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): per graph mode, the
-# first capture plus (graphs - 1) x the second capture's memory, so it grows linearly with the capture sizes.
-# 18 MiB per decoder layer at 51 sizes: the v0.19 H100 logs printed 0.55 GiB for 32 layers, 0.84 GiB for 42,
-# 1.05 GiB for 62 (data/vllm_calibration.yaml C16-C18, max_num_seqs 1024: sizes up to 512, 51 of them).
+# first capture plus (graphs - 1) x the second capture's memory. 18 MiB per decoder layer at 51 sizes: the v0.19
+# H100 logs printed 0.55 GiB for 32 layers, 0.84 GiB for 42, 1.05 GiB for 62 (data/vllm_calibration.yaml C16-C18,
+# max_num_seqs 1024: sizes up to 512, 51 of them). How that splits into the first capture and the per-graph part:
+# the one log that prints both ("Estimated PIECEWISE CUDA graph memory: 146 MiB first-capture + (51-1) x 6 MiB
+# per-graph", quoted with PR #30515 in the kvplan reference notes), scaled to the 51-size figure.
 CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB
-CUDA_GRAPH_REFERENCE_SIZES = 51
+CUDA_GRAPH_FIRST_CAPTURE, CUDA_GRAPH_PER_GRAPH, CUDA_GRAPH_REFERENCE_SIZES = 146, 6, 51
+
+
+def cuda_graph_bytes(decoder_layers: int, sizes: int) -> int:
+    """The estimate for `sizes` captured batch sizes: the first capture plus the per-graph part of each other."""
+    reference = CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH * (CUDA_GRAPH_REFERENCE_SIZES - 1)
+    share = CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH * (sizes - 1)
+    return CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers * share // reference
 
 
 def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int) -> int:
@@ -120,7 +127,7 @@ def era_of(version: str, where: str = "--vllm-version") -> Era:
 
 
 def default_block_size(spec: ModelSpec, major: int | None) -> int:
-    if any(layer.kind == "mla" for layer in spec.layers) and major is not None:
+    if any(layer.latent_cache for layer in spec.layers) and major is not None:
         if major >= 10:
             return 128  # CUTLASS MLA on Blackwell
         if major == 9:
@@ -133,7 +140,7 @@ def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
     attention_chunk_size) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and always with an EAGLE
     drafter (config/vllm.py VllmConfig.__post_init__, v0.10+; the variable's default became on in later
     versions, not modelled). Off, every layer caches every token (kv_cache_utils.unify_hybrid_kv_cache_specs)."""
-    if not any(layer.kind == "chunked" for layer in spec.layers):
+    if not any(layer.chunked_local for layer in spec.layers):
         return True
     method = str((dep.speculative_config or {}).get("method") or "").lower()
     return bool(dep.chunked_hybrid_kv) and "eagle" not in method
@@ -273,7 +280,7 @@ class Vllm:
         if use_graphs and not eager:
             sizes = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
                                      common.speculative_tokens(dep))
-            graphs = CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers * sizes // CUDA_GRAPH_REFERENCE_SIZES
+            graphs = cuda_graph_bytes(decoder_layers, sizes)
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
 
@@ -285,8 +292,8 @@ class Vllm:
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
-        if settings.state_extra_blocks and any(isinstance(layer, RecurrentState) and layer.prefix_cached
-                                               for layer in target.spec.layers):
+        if settings.state_extra_blocks and any(cache.prefix_cached for layer in target.spec.layers
+                                                for cache in layer.cache_layers()):
             notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "
                          "holds one more block per request")
         return notes

@@ -26,6 +26,7 @@ class Family:
     rope_scaling_extends_context: bool = True
     expert_score_bias: bool = False  # the router keeps an e_score_correction_bias whatever topk_method says
     ssm_dtype_default: str | None = None  # the SSM state's cache dtype where the config names none
+    parallel_mixers: bool = False  # every decoder layer runs attention and a Mamba mixer side by side
     # The parameter count of this family was checked to the parameter against a published count.
     exact: bool = False
 
@@ -73,6 +74,9 @@ FAMILIES: dict[str, Family] = {
     "gpt_neox": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True),
     "mamba": Family(tied_default=True),
     "jamba": Family(exact=True),
+    # vLLM falcon_h1.py: every decoder layer is a FalconH1ParallelHybrid (attention and MambaMixer2 beside each
+    # other, then a gated SiLU MLP, an RMSNorm before each of the two); no bias in attention or MLP.
+    "falcon_h1": Family(parallel_mixers=True),
 }
 
 DEFAULT_FAMILY = Family()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -19,7 +18,7 @@ from kvplan.models.layers import (
     Mamba1State,
     Mamba2State,
     MlpBlock,
-    RecurrentState,
+    ParallelHybrid,
     SharedKv,
     ShortConvState,
     SlidingWindow,
@@ -173,6 +172,8 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     window = lm.optional_int(("sliding_window", "sliding_window_size"))
     sliding = SlidingWindow(kv, head_dim, window) if window else None
     state = _state_layer(lm, family, hidden)
+    if family.parallel_mixers:
+        return [ParallelHybrid(full, state)] * num_layers
 
     layer_types = lm.array("layer_types")
     if layer_types is not None:
@@ -263,9 +264,7 @@ def _state_layer(lm: ConfigFields, family: Family, hidden: int, pure: bool = Fal
     layer = _recurrent(lm, family, hidden, pure)
     # Until an engine says otherwise, the conv state is kept in the checkpoint's dtype.
     name = lm.text(("torch_dtype", "dtype")) or "float32"
-    if not isinstance(layer, RecurrentState):
-        return layer
-    return replace(layer, conv_bytes=max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))))
+    return layer.as_served(max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))), None, 0, 0)
 
 
 def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Layer:
@@ -284,8 +283,14 @@ def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Lay
     ssm_heads = lm.optional_int(("mamba_n_heads", "mamba_num_heads", *(("num_heads",) if pure else ())))
     state = lm.optional_int(("mamba_d_state", "ssm_state_size", "state_size"))
     if ssm_heads and state:
-        head = lm.integer(("mamba_d_head", "mamba_head_dim", *(("head_dim",) if pure else ())))
-        inner = lm.optional_int("mamba_d_ssm") or ssm_heads * head
+        d_ssm = lm.optional_int("mamba_d_ssm")
+        if lm.first_key(("mamba_d_head",)) and lm.data["mamba_d_head"] == "auto":
+            # transformers' FalconH1Config reads "auto" as the inner width over the heads
+            inner = d_ssm or hidden * lm.integer("mamba_expand", 2)
+            head = inner // ssm_heads
+        else:
+            head = lm.integer(("mamba_d_head", "mamba_head_dim", *(("head_dim",) if pure else ())))
+            inner = d_ssm or ssm_heads * head
         return Mamba2State(inner, ssm_heads, head, lm.integer(("mamba_n_groups", "n_groups"), 1), state,
                            lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
     if state:

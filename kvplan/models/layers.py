@@ -5,7 +5,7 @@ rule counts its mixer."""
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -50,6 +50,12 @@ class LayerKind(Protocol):
     holds_kv: ClassVar[bool]  # has pages in the KV block pool
     drops_old_tokens: ClassVar[bool]  # frees blocks behind a window, so as_full() changes it
     has_mlp: ClassVar[bool]  # the decoder layer has an MLP (or experts) beside its mixer
+    mixer_free: ClassVar[bool]  # the decoder layer is only an MLP or experts, with no token mixer
+    paged_state: ClassVar[bool]  # a recurrent state that a paged engine gives blocks in its pool
+    state_outside_pool: ClassVar[bool]  # a per-sequence state kept beside the block pool, not counted in it
+    prefix_cached: ClassVar[bool]  # vLLM caches prefixes of this state (mamba_cache_mode "align")
+    latent_cache: ClassVar[bool]  # caches one compressed latent per token (MLA), served by latent backends
+    chunked_local: ClassVar[bool]  # attends within fixed chunks (Llama 4's attention_chunk_size)
 
     @property
     def kv_heads(self) -> int: ...
@@ -81,11 +87,77 @@ class LayerKind(Protocol):
 
     def mixer_params(self, counter: MixerCounter) -> int: ...
 
+    def cache_layers(self) -> tuple[LayerKind, ...]:
+        """The layers an engine registers a cache spec for, one per mixer: this layer itself, or each of the
+        mixers of a decoder layer that runs several side by side."""
+        ...
+
+    def state_page_bytes(self, tp: int = 1) -> int:
+        """One request's recurrent state on one rank, unpadded; 0 where the layer pages no state."""
+        ...
+
+    def padded_to(self, attention_page: int, tp: int) -> LayerKind:
+        """This layer once the engine pads its state page up to the attention page."""
+        ...
+
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> LayerKind:
+        """This layer's state as a paged engine holds it: conv state elements of conv_bytes, SSM state of ssm_bytes
+        (None: as the config says), conv rows and blocks for speculative tokens, extra_blocks more for a
+        prefix-cached state."""
+        ...
+
+    def unpaged(self) -> LayerKind:
+        """This layer as an engine that keeps recurrent states outside its block pool holds it."""
+        ...
+
+    def kept_tokens(self) -> int | None:
+        """The most tokens of a sequence this layer's cache keeps at once (its window or chunk); None: all."""
+        ...
+
+    def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
+        """One request's state in this layer on one rank, for an engine that keeps states in a pool of their own:
+        the conv state in conv_bytes, the SSM state in the config's dtype or else fallback_ssm_bytes; a state the
+        config does not shape, its bytes where known, split over the ranks; 0 where the layer keeps no state."""
+        ...
+
 
 Layer = LayerKind
 
 
-class _KeyValueHeads:
+class _OneMixer:
+    """What a kind that is one mixer (or none) answers by default: it is its own cache layer and pages no state.
+    Holds no data."""
+
+    mixer_free: ClassVar[bool] = False
+    paged_state: ClassVar[bool] = False
+    state_outside_pool: ClassVar[bool] = False
+    prefix_cached: ClassVar[bool] = False
+    latent_cache: ClassVar[bool] = False
+    chunked_local: ClassVar[bool] = False
+
+    def cache_layers(self: Layer) -> tuple[Layer, ...]:
+        return (self,)
+
+    def state_page_bytes(self, tp: int = 1) -> int:
+        return 0
+
+    def padded_to(self: Layer, attention_page: int, tp: int) -> Layer:
+        return self
+
+    def as_served(self: Layer, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> Layer:
+        return self
+
+    def unpaged(self: Layer) -> Layer:
+        return self
+
+    def kept_tokens(self) -> int | None:
+        return None
+
+    def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
+        return 0
+
+
+class _KeyValueHeads(_OneMixer):
     """Arithmetic of the kinds that cache a K and a V vector per KV head. Holds no data: each kind is its own
     dataclass, so no kind is an instance of another."""
 
@@ -152,6 +224,9 @@ class SlidingWindow(_KeyValueHeads):
         held = min(self.window - 1 + max_num_batched_tokens, context)
         return cdiv(held, block_size) + 1
 
+    def kept_tokens(self) -> int:
+        return self.window
+
     def describe(self) -> str:
         return f"sliding window {self.window}, {self.kv_heads} KV heads x {self.head_dim}"
 
@@ -165,21 +240,26 @@ class ChunkedLocal(_KeyValueHeads):
     chunk: int
     kind: ClassVar[str] = "chunked"
     drops_old_tokens: ClassVar[bool] = True
+    chunked_local: ClassVar[bool] = True
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(min(self.chunk + max_num_batched_tokens, context), block_size)
+
+    def kept_tokens(self) -> int:
+        return self.chunk  # the most a chunk holds
 
     def describe(self) -> str:
         return f"chunked local {self.chunk}, {self.kv_heads} KV heads x {self.head_dim}"
 
 
 @dataclass(frozen=True)
-class LatentAttention:
+class LatentAttention(_OneMixer):
     """MLA: one compressed latent (kv_lora_rank + qk_rope_head_dim) per token; no separate K and V,
     and the same latent is kept whole on every tensor-parallel rank."""
 
     latent_dim: int
     kind: ClassVar[str] = "mla"
+    latent_cache: ClassVar[bool] = True
     holds_kv: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
     has_mlp: ClassVar[bool] = True
@@ -222,7 +302,7 @@ class LatentAttention:
         return counter.latent_attention()
 
 
-class _NoPages:
+class _NoPages(_OneMixer):
     """Arithmetic of the kinds that hold nothing in the KV block pool. Holds no data, like _KeyValueHeads."""
 
     holds_kv: ClassVar[bool] = False
@@ -266,9 +346,13 @@ class StateOnly(_NoPages, _NoHeads):
     state_bytes: int | None = None  # per sequence at the checkpoint dtype, where the config defines it
     kind: ClassVar[str] = "none"
     has_mlp: ClassVar[bool] = False  # a Mamba block is its mixer and one norm
+    state_outside_pool: ClassVar[bool] = True
 
     def as_full(self) -> StateOnly:
         return self
+
+    def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
+        return cdiv(self.state_bytes or 0, tp)
 
     def describe(self) -> str:
         state = f", state {self.state_bytes} B/seq" if self.state_bytes else ""
@@ -282,7 +366,7 @@ class StateOnly(_NoPages, _NoHeads):
 
 
 @dataclass(frozen=True)
-class RecurrentState(_NoHeads):
+class RecurrentState(_OneMixer, _NoHeads):
     """Arithmetic shared by the kinds whose layers keep a fixed recurrent state per request (Mamba, Gated
     DeltaNet, short convolutions). vLLM v1 (0.10+) pages that state in the same block pool as attention:
     one block holds one request's whole state (kv_cache_interface.MambaSpec), so nothing here grows with
@@ -297,12 +381,16 @@ class RecurrentState(_NoHeads):
     spec_tokens: int = 0  # speculative tokens per step: conv rows kept for them (mamba_utils, num_spec)
     held_blocks: int = 1  # blocks one request holds: 1, plus speculative and prefix-caching blocks
     padded_page: int | None = None  # the page once padded to the attention page (MambaSpec.page_size_padded)
+    kind: ClassVar[str]  # each mixer's own
+    has_mlp: ClassVar[bool]
     holds_kv: ClassVar[bool] = False  # no per-token K/V; a paged engine still gives the state blocks (capacity)
-    # vLLM caches prefixes of this mixer (mamba_cache_mode "align"): Mamba-2 and Gated DeltaNet
-    prefix_cached: ClassVar[bool] = False
+    paged_state: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
 
     def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
         raise NotImplementedError
 
     def state_page_bytes(self, tp: int = 1) -> int:
@@ -326,7 +414,23 @@ class RecurrentState(_NoHeads):
 
     def as_full(self) -> StateOnly:
         # An engine with one flat token pool keeps this state outside it.
+        return self.unpaged()
+
+    def unpaged(self) -> StateOnly:
         return StateOnly(self.state_bytes)
+
+    def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
+        typed = replace(self, conv_bytes=conv_bytes, ssm_bytes=self.ssm_bytes or fallback_ssm_bytes)
+        return typed.state_page_bytes(tp)
+
+    def padded_to(self, attention_page: int, tp: int) -> Layer:
+        # vLLM: "Padding mamba page size by X%" so that every group's pages are equal
+        return replace(self, padded_page=attention_page) if self.state_page_bytes(tp) < attention_page else self
+
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> Layer:
+        held = 1 + spec_tokens + (extra_blocks if self.prefix_cached else 0)
+        return replace(self, conv_bytes=conv_bytes, ssm_bytes=self.ssm_bytes if ssm_bytes is None else ssm_bytes,
+                       spec_tokens=spec_tokens, held_blocks=held)
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         shapes = " + ".join(f"{t.name} {'x'.join(map(str, t.shape))} x {t.element_bytes} B"
@@ -444,6 +548,7 @@ class MlpBlock(_NoPages, _NoHeads):
 
     kind: ClassVar[str] = "none"  # the label of every layer that caches nothing
     has_mlp: ClassVar[bool] = True
+    mixer_free: ClassVar[bool] = True
 
     def as_full(self) -> MlpBlock:
         return self
@@ -482,3 +587,82 @@ class SharedKv(_NoPages):
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.kv_attention(self.kv_heads, self.head_dim)
+
+
+@dataclass(frozen=True)
+class ParallelHybrid:
+    """A decoder layer whose input goes through an attention mixer and a Mamba-2 mixer side by side, their outputs
+    summed, then one MLP (Falcon-H1: vLLM falcon_h1.py FalconH1ParallelHybrid). vLLM v1 registers the two mixers
+    as two cache layers, the Mamba one under the layer index num_hidden_layers + i, so the pool sees an attention
+    spec and a Mamba spec per decoder layer (cache_layers); what it caches per token is its attention's."""
+
+    attention: FullAttention
+    mixer: Layer  # a Mamba2State from the config's mamba_* fields, or a sizeless StateOnly without them
+    kind: ClassVar[str] = "parallel"
+    holds_kv: ClassVar[bool] = True
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = True
+    mixer_free: ClassVar[bool] = False
+    # The state sits in its own cache layer (cache_layers), which answers these for the pool.
+    paged_state: ClassVar[bool] = False
+    state_outside_pool: ClassVar[bool] = False
+    prefix_cached: ClassVar[bool] = False
+    latent_cache: ClassVar[bool] = False
+    chunked_local: ClassVar[bool] = False
+
+    @property
+    def kv_heads(self) -> int:
+        return self.attention.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.attention.head_dim
+
+    def heads_per_rank(self, tp: int) -> int:
+        return self.attention.heads_per_rank(tp)
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return self.attention.bytes_per_token(kv_bytes, tp)
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return sum(layer.page_bytes(block_size, kv_bytes, tp) for layer in self.cache_layers())
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return tuple(t for layer in self.cache_layers() for t in layer.page_tensors(block_size, kv_bytes, tp))
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return sum(layer.blocks_per_request(context, block_size, max_num_batched_tokens)
+                   for layer in self.cache_layers())
+
+    def cache_layers(self) -> tuple[Layer, ...]:
+        return self.attention, self.mixer
+
+    def state_page_bytes(self, tp: int = 1) -> int:
+        return self.mixer.state_page_bytes(tp)
+
+    def as_full(self) -> ParallelHybrid:
+        return ParallelHybrid(self.attention.as_full(), self.mixer.as_full())
+
+    def padded_to(self, attention_page: int, tp: int) -> ParallelHybrid:
+        return ParallelHybrid(self.attention, self.mixer.padded_to(attention_page, tp))
+
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> ParallelHybrid:
+        return ParallelHybrid(self.attention, self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks))
+
+    def kept_tokens(self) -> int | None:
+        return self.attention.kept_tokens()
+
+    def unpaged(self) -> ParallelHybrid:
+        return ParallelHybrid(self.attention, self.mixer.unpaged())
+
+    def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
+        return self.mixer.sequence_state_bytes(conv_bytes, fallback_ssm_bytes, tp)
+
+    def describe(self) -> str:
+        return f"parallel: {self.attention.describe()} beside {self.mixer.describe()}"
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        return " + ".join(layer.block_formula(layers, tp, block_size, kv_bytes) for layer in self.cache_layers())
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return sum(layer.mixer_params(counter) for layer in self.cache_layers())

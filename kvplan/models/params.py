@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import Layer, Mamba2State, MlpBlock
+from kvplan.models.layers import Layer, Mamba2State
 from kvplan.models.model import MoE, ParamCount
 
 
@@ -84,7 +84,7 @@ def _one_block_per_layer(lm: ConfigFields) -> bool:
 def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
     """A plain Mamba block is its mixer and one norm."""
     if _one_block_per_layer(lm):
-        return isinstance(layer, MlpBlock)
+        return layer.mixer_free
     return layer.has_mlp or _interleaved_by_period(lm)
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from kvplan.capacity import PoolLayout
 from kvplan.errors import KvplanError
-from kvplan.models.layers import ChunkedLocal, SlidingWindow
 from kvplan.plan import Plan
 
 # vLLM's EngineArgs default for max_num_seqs, used when the plan's engine has no such knob.
@@ -92,12 +91,11 @@ def _groups(layout: PoolLayout, budget: int) -> tuple[int, tuple[tuple[int, int]
     full, windows, state_blocks = 0, Counter[int](), 0
     for group in layout.groups:
         layer = group.layer
+        kept = layer.kept_tokens()
         if not layer.holds_kv:
             state_blocks += layer.blocks_per_request(0, layout.block_size, budget)
-        elif isinstance(layer, SlidingWindow):
-            windows[layer.window] += 1
-        elif isinstance(layer, ChunkedLocal):
-            windows[layer.chunk] += 1
+        elif kept is not None:
+            windows[kept] += 1
         else:
             full += 1
     return full, tuple(sorted(windows.items())), state_blocks
