@@ -281,3 +281,21 @@ def test_integer_of_five_thousand_digits(tmp_path):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_reference_config_is_within_the_limits(name):
     assert read_local(CONFIGS / name).num_layers > 0
+
+
+def test_a_flag_value_of_400_digits_is_one_line():
+    # float() of a 400-digit integer overflows: the range message must print it without converting it
+    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
+                             "--gpu", "h100", "--max-model-len", "9" * 400], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == ("kvplan: error: --max-model-len: must be within [1, 2,147,483,647], got "
+                             "9,999,999,999,999,999,999,999,999,999,99...\n")
+
+
+def test_weights_larger_than_the_gpu_are_blamed_on_the_weights():
+    # Llama-3.1-70B: 70,553,706,496 parameters x 2 B = 141.1 GB = 131.42 GiB on an RTX 3090 of 23.56 GiB
+    # (data/gpus.json): with --kv-cache-memory given, it is the weights that do not fit, not the KV size.
+    from kvplan.api import estimate
+    plan = estimate("meta-llama/Llama-3.1-70B", gpu="rtx3090", kv_cache_memory_bytes=2**30)
+    assert plan.error is not None and plan.error.startswith(
+        "vLLM would fail to load the weights: 131.42 GiB exceed the GPU's 23.56 GiB")

@@ -79,7 +79,7 @@ def test_sglang_log_is_recognised():
 @pytest.mark.parametrize("args, message", [
     (["no-such.log"], "cannot read the log"),
     ([str(LOGS)], "cannot read the log"),  # a directory
-    (["PROSE"], "nothing in it"),  # a file that is no log at all
+    (["PROSE"], "no vLLM / SGLang / TensorRT-LLM startup lines found in"),  # a file that is no log at all
     ([GEMMA2, "--gpu", "h1000"], "unknown GPU"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
@@ -94,7 +94,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
 
 def test_empty_stdin_is_exit_2():
     result = run("-", stdin="")
-    assert result.returncode == 2 and "nothing in it" in result.stderr
+    assert result.returncode == 2 and "no vLLM / SGLang / TensorRT-LLM startup lines found in stdin" in result.stderr
 
 
 def test_explain_takes_no_pasted_command():

@@ -28,7 +28,10 @@ def _range_text(knob: Knob) -> str:
 def _number(value: float | None) -> str:
     if value is None:
         return "..."
-    return f"{int(value):,}" if float(value).is_integer() else str(value)
+    if isinstance(value, int):  # exact, and a float() of a huge one would overflow
+        text = f"{value:,}"
+        return text if len(text) <= 40 else text[:40] + "..."
+    return f"{int(value):,}" if value.is_integer() else str(value)
 
 
 def check_value(knob: Knob, value: Any, where: str) -> None:

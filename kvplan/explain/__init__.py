@@ -51,11 +51,11 @@ def read_source(path: str) -> tuple[str, str]:
 
 def explain(text: str, source: str = "log", model: str | None = None, gpu: str | None = None,
             token: str | None = None) -> Explanation:
-    """The log read and reconciled. A log with nothing kvplan recognises is the user's mistake (KvplanError)."""
+    """The log read and reconciled. A text with no line in an engine's own startup format (a README that names
+    the engines, say) is the user's mistake (KvplanError)."""
     from kvplan.explain.reconcile import reconcile
 
     run = read_log(text)
     if run.engine is None:
-        raise KvplanError("nothing in it is a vLLM, SGLang or TensorRT-LLM startup line kvplan reads (the "
-                          "version banner, non-default args, engine config, memory or KV cache lines)", source)
+        raise KvplanError(f"no vLLM / SGLang / TensorRT-LLM startup lines found in {source}")
     return reconcile(run, source, model, gpu, token)

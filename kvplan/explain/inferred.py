@@ -25,6 +25,7 @@ def derived_terms(run: LoggedRun) -> None:
         run.add("memory", "activation_bytes", peak - weights, None, 0)
         run.notes.append("activation peak = the logged torch peak minus the weights")
     total, utilization = run.first("memory", "total_bytes"), run.flag("gpu_memory_utilization")
-    if run.first("memory", "budget_bytes") is None and total is not None and isinstance(utilization, float):
+    usable = isinstance(utilization, float) and 0 < utilization <= 1  # the log's own args can say anything
+    if run.first("memory", "budget_bytes") is None and total is not None and usable:
         run.add("memory", "budget_bytes", int(total * utilization), None, 0)
         run.notes.append("budget = the logged total x gpu_memory_utilization")

@@ -22,25 +22,39 @@ GIB = NUMBER + r"\s*Gi?B"
 MAX_LINE = 200_000  # characters: a record longer than this is not a log line worth reading
 
 
-def log_lines(text: str) -> list[str]:
-    """Physical lines without colour codes; a progress bar's carriage returns split it like newlines."""
-    return [line[:MAX_LINE] for line in ANSI.sub("", text).replace("\r", "\n").split("\n")]
+def log_lines(text: str) -> list[tuple[int, str]]:
+    """(line number in the file, text) of each line without colour codes; a progress bar's carriage returns split
+    its line into the frames it drew, each under that line's number. CRLF ends one line, as in a Windows file."""
+    return [(number, frame[:MAX_LINE]) for number, line in enumerate(ANSI.sub("", text).split("\n"), start=1)
+            for frame in line.removesuffix("\r").split("\r")]
 
 
 MAX_FIGURE = 2**50  # bytes, tokens or blocks: a figure above this is not one any GPU printed
 
 
+def _shown(text: str) -> str:
+    return text if len(text) <= 20 else text[:20] + "..."
+
+
 def gib_bytes(text: str) -> int:
     value = float(text)
     if not value * GiB < MAX_FIGURE:  # also false for inf and nan
-        raise ValueError(f"{text[:20]} GiB is beyond any GPU")
+        raise ValueError(f"{_shown(text)} GiB is beyond any GPU")
     return round(value * GiB)
+
+
+def ratio(text: str) -> float:
+    """A concurrency (1.83x) or a percentage as printed: a finite figure, not negative, within any GPU's."""
+    value = float(text)
+    if not 0 <= value < MAX_FIGURE:  # also false for nan and for the inf of an overlong digit string
+        raise ValueError(f"{_shown(text)} is not a figure an engine prints")
+    return value
 
 
 def count(text: str) -> int:
     digits = text.replace(",", "")
     if len(digits) > 16:
-        raise ValueError(f"{digits[:20]}... is beyond any GPU")
+        raise ValueError(f"{_shown(digits)} is beyond any GPU")
     return int(digits)
 
 
@@ -58,10 +72,16 @@ def figure(pattern: str, section: str, name: str, convert: Any = gib_bytes) -> F
     return Figure(re.compile(pattern), section, name, convert)
 
 
+# SGLang's records: "[%(asctime)s{prefix}] %(message)s" (srt/utils configure_logger), the time as
+# 2025-10-07 23:17:19, 10-07 23:17:19 or 23:17:19 by release, the prefix the ranks (" DP0 TP0").
+SGLANG_STAMP = r"\[(?:\d{4}-)?(?:\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]+\d+)*\] "
+# TensorRT-LLM's: "[TensorRT-LLM][INFO] " from the C++ runtime, "[TRT-LLM] [I] " from the Python logger (after a
+# time stamp), a rank tag possibly after the level.
+TRTLLM_STAMP = r"\[(?:TensorRT-LLM|TRT-LLM)\] ?\[(?:INFO|WARNING|WARN|ERROR|DEBUG|VERBOSE|TRACE|I|W|E|D|V)\]"
 # How a log record starts: a process prefix, a level and a date, or an SGLang / TensorRT-LLM stamp. A line that
 # starts none continues the record before it (a terminal or an editor wrapped it, or a progress bar redrew).
 RECORD_START = re.compile(r"\s*(?:\(\w+ pid=\d+\)|(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d|"
-                          r"\[\d{4}-\d\d-\d\d|\[TensorRT-LLM\]|\[TRT-LLM\])")
+                          r"\[\d{4}-\d\d-\d\d|\[TensorRT-LLM\]|\[TRT-LLM\]|" + SGLANG_STAMP + ")")
 MAX_WRAPPED = 200  # continuation lines joined to one record at most
 
 
@@ -96,7 +116,12 @@ class Figures(LineKind):
             if found:
                 try:
                     value = item.convert(found.group(1))
-                except ValueError:  # a figure no real log prints: not read
+                except ValueError as exc:  # a figure no real log prints: said (once per figure), and not read
+                    if item.name not in run.unusable:
+                        run.unusable.add(item.name)
+                        label = item.name.removesuffix("_bytes").replace("_", " ")
+                        run.notes.append(f"line {at.number}: the logged {label} cannot be used ({exc}); it is "
+                                         "left out")
                     continue
                 run.add(item.section, item.name, value, at.rank, at.number)
 
@@ -140,7 +165,8 @@ class NonDefaultArgs(LineKind):
         if unread:
             run.notes.append(f"line {at.number}: the non-default args are cut off or elided; {len(args)} read, "
                              f"{unread} not")
-        run.engine = "vllm"
+        if args:  # "non-default args: {...}" quoted in prose holds none
+            run.engine = "vllm"
 
 
 class EngineConfig(LineKind):
@@ -183,7 +209,8 @@ class Era(LineKind):
 
 
 class OtherEngine(LineKind):
-    """A line only SGLang or TensorRT-LLM prints."""
+    """A line only SGLang or TensorRT-LLM prints, in the engine's own record format: its stamp, then one of its
+    sizing messages with the figure it prints. A mention of the engine in prose is not one."""
 
     def __init__(self, engine: str, trigger: str) -> None:
         self.engine = engine
@@ -248,7 +275,7 @@ KINDS: tuple[LineKind, ...] = (
     Figures(r"GPU KV cache size:", figure(r"size: " + COUNT + r" tokens", "capacity", "tokens", count)),
     Figures(r"Maximum concurrency for",
             figure(r"for " + COUNT + r" tokens per request", "capacity", "concurrency_context", count),
-            figure(r"request: " + NUMBER + r"x", "capacity", "max_concurrency", float)),
+            figure(r"request: (-?\d+(?:\.\d+)?|-?inf|nan)x", "capacity", "max_concurrency", ratio)),
     Figures(r"GPU blocks:|num_gpu_blocks is:",
             figure(r"(?:GPU blocks:|num_gpu_blocks is:) " + COUNT, "capacity", "num_blocks", count)),
     # V0's refusal: "... larger than the maximum number of tokens that can be stored in KV cache (23648)."
@@ -257,21 +284,25 @@ KINDS: tuple[LineKind, ...] = (
     Figures(r"Setting attention block size to",
             figure(r"block size to " + COUNT + r" tokens", "capacity", "block_size", count)),
     Figures(r"Padding mamba page size by",
-            figure(r"page size by " + NUMBER + "%", "capacity", "mamba_padding_percent", float)),
+            figure(r"page size by " + NUMBER + "%", "capacity", "mamba_padding_percent", ratio)),
     Figures(r"padding layers", figure(r"Add " + COUNT + r" padding layers", "capacity", "padding_layers", count)),
-    OtherEngine("sglang", r"server_args=ServerArgs\(|KV Cache is allocated\. #tokens|max_total_num_tokens=|"
-                          r"sglang\.launch_server|Memory pool end\. avail mem="),
-    OtherEngine("trtllm", r"\[TensorRT-LLM\]|\[TRT-LLM\]|trtllm-serve|trtllm-bench"),
+    # model_runner / scheduler (v0.3-v0.5): the pool, the memory around the weights, the token budget, the args
+    OtherEngine("sglang", SGLANG_STAMP + r"(?:KV Cache is allocated\. #tokens: \d|Memory pool end\. avail mem=\d|"
+                          r"Load weight (?:begin|end)\..*avail mem=\d|max_total_num_tokens=\d|"
+                          r"Mamba Cache is allocated\.|server_args=ServerArgs\()"),
+    # the level tag is TensorRT-LLM's own: any message after it is one of its records; so is the version banner
+    # the Python package prints on import ("[TensorRT-LLM] TensorRT-LLM version: 0.10.0")
+    OtherEngine("trtllm", TRTLLM_STAMP + r" ?\S|\[TensorRT-LLM\] TensorRT-LLM version: \d"),
 )
 
 
-def records(lines: list[str]) -> list[tuple[int, str]]:
+def records(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """(line number, text) of each record: a line that starts one, with the wrapped lines after it joined back
     as a terminal split them (no separator). A line that starts no record and follows none stands alone."""
     found: list[tuple[int, list[str]]] = []
     open_record = False
     length = 0
-    for index, line in enumerate(lines):
+    for number, line in lines:
         if not line.strip():
             open_record = False
             continue
@@ -281,7 +312,7 @@ def records(lines: list[str]) -> list[tuple[int, str]]:
             parts.append(line)
             length += len(line)
             continue
-        found.append((index + 1, [line]))
+        found.append((number, [line]))
         open_record, length = starts, len(line)
     return [(number, "".join(parts)) for number, parts in found]
 

@@ -5,6 +5,7 @@ an excerpt's `...` or a value Python cannot rebuild (`<CompilationMode.VLLM_COMP
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Any
 
 OPENERS = {"{": "}", "[": "]", "(": ")"}
@@ -58,7 +59,7 @@ def python_dict(text: str) -> tuple[dict[str, Any], int]:
         if not body:
             continue
         try:
-            entry = ast.literal_eval("{" + body + "}")
+            entry = _literal("{" + body + "}")
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             unread += 1
             continue
@@ -85,6 +86,13 @@ def config_pairs(text: str) -> dict[str, Any]:
 
 def scalar(raw: str) -> Any:
     try:
-        return ast.literal_eval(raw)
+        return _literal(raw)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return raw
+
+
+def _literal(text: str) -> Any:
+    """ast.literal_eval without the SyntaxWarning Python prints to stderr for garbled text such as '1e308x'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.literal_eval(text)

@@ -19,6 +19,7 @@ from kvplan.units import GiB
 
 HALF_STEP = int(PRINT_HALF_STEP)
 CONCURRENCY_HALF_STEP = 0.005  # "1.83x": two decimals
+INT64_LIMIT = 2**63  # a flag the log prints beyond this was not one the engine ran with
 # The memory terms of vLLM's budget, in the order the budget is spent; each with its sign in the KV cache.
 TERMS = (("total", "total_bytes", 0), ("budget", "budget_bytes", 1), ("weights", "weights_bytes", -1),
          ("activation", "activation_bytes", -1), ("non_torch", "non_torch_bytes", -1),
@@ -76,8 +77,9 @@ def _tokens(plan: Plan) -> float:
     return plan.capacity.tokens
 
 
-def _concurrency(plan: Plan) -> float:
-    return plan.capacity.max_concurrency
+def _concurrency(plan: Plan) -> float | None:
+    """None where a request holds no KV blocks (vLLM's blocks / blocks per request has no value)."""
+    return plan.capacity.max_concurrency if plan.capacity.blocks_per_request else None
 
 
 def _block_size(plan: Plan) -> float:
@@ -202,7 +204,7 @@ def replay(result: Explanation, spec: ModelSpec, dep: Deployment, draft: ModelSp
     if mid is not None and mid.error and gpu.memory_bytes > 0:  # with no GPU there is nothing to run out of
         result.notes.append(f"replayed: {mid.error}")
     if low is not None and high is not None:
-        result.checks = checks(result.run, low, high, result.scratch)
+        result.checks = checks(result.run, low, high, result.scratch, result.notes)
         if not result.checks:
             result.notes.append("the log prints no block, token or concurrency figure to compare")
 
@@ -219,6 +221,10 @@ def deployment(run: LoggedRun, source: str, notes: list[str]) -> Deployment:
         if knob is None or not knob.engine_flag or knob.name in ("model", "revision") or knob.name in kwargs:
             continue
         where = f"{source}:{reading.line}: {name}"
+        if isinstance(reading.value, int) and abs(reading.value) >= INT64_LIMIT:
+            notes.append(f"{where}: {str(reading.value)[:20]}... is beyond any engine's 64-bit integers; kvplan uses "
+                         "its default instead")
+            continue
         try:
             value = coerce(knob, reading.value, where)
         except KvplanError as exc:
@@ -232,6 +238,8 @@ def deployment(run: LoggedRun, source: str, notes: list[str]) -> Deployment:
         kwargs["max_model_len"] = context
         origins["max_model_len"] = f"{source}: Maximum concurrency for {context:,} tokens"
         notes.append(f"max_model_len {context:,} read from the concurrency line")
+    elif context == 0:
+        notes.append("the concurrency line's 0 tokens per request is no request length: it is not used")
     version = run.version
     if version is None and run.version_hint is not None:
         version, why = run.version_hint
@@ -316,13 +324,18 @@ def _plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | N
         return None
 
 
-def checks(run: LoggedRun, low: Plan, high: Plan, scratch: Plan | None) -> list[Check]:
+def checks(run: LoggedRun, low: Plan, high: Plan, scratch: Plan | None, notes: list[str]) -> list[Check]:
     found = []
     for name, of, tolerance in FIGURES:
         logged = run.first("capacity", name)
         if logged is None:
             continue
-        found.append(Check(name, logged, of(low), of(high), of(scratch) if scratch else None, tolerance))
+        at_low, at_high = of(low), of(high)
+        if at_low is None or at_high is None:
+            notes.append(f"kvplan's model of this deployment holds no KV blocks per request, so it has no "
+                         f"{name.replace('_', ' ')} to set against the log's {logged:g}")
+            continue
+        found.append(Check(name, logged, at_low, at_high, of(scratch) if scratch else None, tolerance))
     return found
 
 

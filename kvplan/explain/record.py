@@ -39,6 +39,7 @@ class LoggedRun:
     capacity: dict[str, list[Reading]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     ranks: set[str] = field(default_factory=set)  # process prefixes seen: EngineCore_DP0, Worker_TP1, ...
+    unusable: set[str] = field(default_factory=set)  # figures printed as no engine prints them (noted once)
 
     @property
     def engine_label(self) -> str:

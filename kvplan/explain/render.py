@@ -114,7 +114,7 @@ def missing_line(explanation: Explanation) -> list[str]:
     run = explanation.run
     absent = [TERM_LABELS[t] for t, name, _ in TERMS if run.first("memory", name) is None]
     absent += [FIGURE_LABELS[name] for name in ("num_blocks", "tokens", "max_concurrency")
-               if run.first("capacity", name) is None]
+               if run.first("capacity", name) is None and name not in run.unusable]
     if run.version is None:
         absent.append("version")
     return [f"not in the log: {', '.join(absent)}"] if absent else []
