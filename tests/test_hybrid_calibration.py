@@ -94,10 +94,16 @@ def test_y08_block_alignment_of_nemotron_h():
     assert replay.closes
 
 
-def test_y08_float32_state_is_what_raises_the_block():
-    # With a bf16 SSM state instead of the log's float32 (1,048,576 B): 16 x cdiv(1,085,440, 8,192) = 2,128 tokens.
-    # Both spellings: the flag where the replay passes the entry's mamba_ssm_cache_dtype, the config field where not.
-    replay = calibration.pool_replay({**BY_ID["Y08"], "mamba_ssm_cache_dtype": "bfloat16",
+def test_y08_the_flag_sets_the_state_dtype():
+    # With --mamba-ssm-cache-dtype bfloat16 instead of the log's float32, the SSM state is 1,048,576 B:
+    # 16 x cdiv(36,864 + 1,048,576, 8,192) = 16 x 133 = 2,128 tokens.
+    replay = calibration.pool_replay({**BY_ID["Y08"], "mamba_ssm_cache_dtype": "bfloat16"})
+    assert replay.low is not None and replay.low.block_size == 2128 and not replay.closes
+
+
+def test_y08_the_config_sets_it_when_the_flag_is_auto():
+    # The same 2,128 tokens from the config's mamba_ssm_dtype, the flag left at auto.
+    replay = calibration.pool_replay({**BY_ID["Y08"], "mamba_ssm_cache_dtype": "auto",
                                       "hf_overrides": {"mamba_ssm_dtype": "bfloat16"}})
     assert replay.low is not None and replay.low.block_size == 2128 and not replay.closes
 

@@ -121,3 +121,16 @@ def test_backends_differ_by_their_padding():
     assert MXFP4_TRITON_ROCM.expert_bytes(2880, 2880, biased=True) == 15_077_376
     assert MXFP4_TRITON.expert_bytes(2880, 2880, biased=True) == 13_253_760
     assert MXFP4_TRITON_HOPPER.expert_bytes(2880, 2880, biased=True) == 14_060_160
+
+
+def test_vllm_slices_the_experts_over_tensor_parallel_ranks_before_padding():
+    # gpt-oss-20b (hidden = intermediate = 2,880, 24 layers x 32 experts = 768) on H100s (Triton, Hopper swizzle) at
+    # TP 2: each slice has 1,440 rows, padded to 1,472 (a multiple of 64). Per slice: values 1,472 x 2,880 (w13, half
+    # of 2 x) + 2,880 x 1,472 / 2 = 6,359,040 B; scales 2,944 x 90 + 2,880 x 46 = 397,440; fp32 biases
+    # (2,944 + 2,880) x 4 = 23,296; scale copies 3,072 x 90 + 3,072 x 46 = 417,792: 7,197,568 B, two slices
+    # 14,395,136 B per expert against 14,060,160 unsliced. So a rank at TP 2 holds half of TP 1's weights plus
+    # 768 x (14,395,136 - 14,060,160) / 2 = 128,630,784 B.
+    from kvplan.api import estimate
+    one = estimate("openai/gpt-oss-20b", gpu="h100").memory.weights_bytes
+    two = estimate("openai/gpt-oss-20b", gpu="h100", tensor_parallel_size=2).memory.weights_bytes
+    assert 2 * two - one == 2 * 128_630_784
