@@ -127,7 +127,7 @@ def _mxfp4_expert_bytes(spec: ModelSpec, rule: Mxfp4Experts) -> int | None:
     moe = spec.moe
     if moe is None or moe.num_experts <= 0:
         return None
-    count = (spec.num_layers - len(moe.dense_layers)) * moe.num_experts
+    count = moe.expert_layer_count(spec.num_layers) * moe.num_experts
     hidden, intermediate = spec.hidden_size, moe.expert_intermediate_size
     matrices = 3 * hidden * intermediate
     per_expert = spec.params.experts // count if count > 0 else 0

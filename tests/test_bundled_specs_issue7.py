@@ -49,9 +49,10 @@ STATE_PAGE_BYTES = {
     # conv 3 x (2 x 16 x 128 + 64 x 128) x 2 B = 73,728 + recurrent 64 x 128 x 128 x 4 B = 4,194,304
     "Qwen/Qwen3.5-122B-A10B": 4_268_032,
     "Qwen/Qwen3.5-397B-A17B": 4_268_032,
-    # Mamba-2: conv 3 x (256 x 64 + 2 x 8 x 256) x 2 B = 122,880 + SSM 256 x 64 x 256 x 4 B = 16,777,216; the config
-    # names no SSM cache dtype, so vLLM's NemotronH hook caches it in float32
-    "nvidia/Nemotron-H-56B-Base-8K": 16_900_096,
+    # Mamba-2: conv 3 x (256 x 64 + 2 x 8 x 256) x 2 B = 122,880 + SSM 256 x 64 x 256 x 2 B = 8,388,608: the config
+    # names no SSM cache dtype, so the spec keeps it as the conv state (each engine has its own default;
+    # tests/test_nemotron_ssm_default.py)
+    "nvidia/Nemotron-H-56B-Base-8K": 8_511_488,
     # conv 3 x (64 x 64 + 2 x 8 x 128) x 2 B = 36,864 + SSM 64 x 64 x 128 x 4 B (mamba_ssm_cache_dtype float32)
     # = 2,097,152 (the 2,134,016 B of engine-calibration Y08, a NemotronH of this geometry)
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 2_134_016,
@@ -182,10 +183,13 @@ def test_mamba2_mixer_without_its_gated_norm():
 
 
 def test_nemotron_experts_only_in_e_layers():
-    # a '-' layer among 'E' layers is a dense MLP (vLLM NemotronHMLPDecoderLayer)
+    # a '-' layer among 'E' layers is a dense MLP (vLLM NemotronHMLPDecoderLayer); the Mamba ('M') and attention
+    # ('*') layers have neither experts nor an MLP
     spec = nano_with(hybrid_override_pattern="ME-*" * 13)
     assert spec.moe is not None
-    assert spec.moe.dense_layers == tuple(i for i in range(52) if i % 4 != 1)
+    assert spec.moe.dense_layers == tuple(range(2, 52, 4))
+    assert spec.moe.mlp_free_layers == tuple(i for i in range(52) if i % 4 in (0, 3))
+    assert spec.moe.expert_layer_count(52) == 13
 
 
 def test_nemotron_pattern_refuses_an_unknown_symbol():

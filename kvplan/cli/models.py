@@ -109,7 +109,8 @@ def show(model: ModelArg, json_output: JsonFlag = False, revision: RevisionOpt =
     if spec.moe:
         m = spec.moe
         console().print(f"MoE: {m.num_experts} experts, {m.experts_per_token} per token, width "
-                      f"{m.expert_intermediate_size}, shared {m.shared_experts}, dense layers {list(m.dense_layers)}")
+                      f"{m.expert_intermediate_size}, shared {m.shared_experts}, dense layers {list(m.dense_layers)}, "
+                      f"no MLP {list(m.mlp_free_layers)}")
     if spec.quantization:
         q = spec.quantization
         console().print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}")

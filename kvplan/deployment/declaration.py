@@ -59,7 +59,8 @@ class Deployment:
     kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)
     mamba_ssm_cache_dtype: str = knob("str", "vLLM: dtype of the Mamba / linear-attention SSM state alone (its "
                                       "page size).", "auto", default_rule="the config's mamba_ssm_dtype, else the "
-                                      "conv state's dtype", choices=("auto", "float32", "float16", "bfloat16"),
+                                      "conv state's dtype; NemotronH by vLLM version (0.13+: the config's, else "
+                                      "float16; 0.20+: else float32)", choices=("auto", "float32", "float16", "bfloat16"),
                                       engines=("vllm",))
     quantization: str | None = knob("str", "Weight quantization method.", default_rule="the checkpoint's own",
                                     choices=QUANTIZATION_METHODS, short=("q",))
@@ -105,6 +106,7 @@ class Deployment:
     enforce_eager: bool = knob("bool", "No CUDA graphs.", False)
     backend: str | None = knob("str", "TensorRT-LLM: pytorch (default) or tensorrt (alias trt), a TensorRT engine "
                                "run by the C++ executor.", default_rule="pytorch", choices=("pytorch", "tensorrt", "trt"),
+                               unmodelled={"_autodeploy": "kvplan does not model TensorRT-LLM's _autodeploy backend"},
                                engines=("trtllm",))
     optimization_level: int | None = knob("int", "vLLM 0.12+ -O level: 0 compiles nothing and captures no CUDA "
                                           "graphs; 1-3 change graph modes (not modelled).", minimum=0, maximum=3,

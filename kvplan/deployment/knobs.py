@@ -27,6 +27,7 @@ class Knob:
     default: Any = None  # None: the engine decides (default_rule says how)
     default_rule: str = ""
     choices: tuple[Any, ...] = ()
+    unmodelled: dict[Any, str] = field(default_factory=dict)  # values the engine takes that kvplan refuses: why
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: bool = False  # minimum itself is refused (utilization must be > 0)

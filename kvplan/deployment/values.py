@@ -55,6 +55,8 @@ def check_value(knob: Knob, value: Any, where: str) -> None:
         level = knob.json_level and isinstance(value, int) and not isinstance(value, bool)
         if not level:
             raise KvplanError(f"expected a JSON object, got {value!r:.60}", where)
+    if isinstance(value, str) and value in knob.unmodelled:
+        raise KvplanError(knob.unmodelled[value], where)
     if knob.choices and value not in knob.choices:
         raise KvplanError(f"invalid choice {value!r:.60} (choose from {', '.join(map(str, knob.choices))})", where)
     if kind in ("int", "size", "float"):
@@ -193,10 +195,23 @@ def draft_from_mapping(mapping: Any, where: str, engine: str | None = None,
         here = f"{where}{line}: {key}"
         knob = field_for(str(key), engine)
         if knob is None:
-            raise KvplanError(f"unknown knob{did_you_mean(str(key).replace('_', '-'), all_spellings(engine))}",
-                              here)
+            raise KvplanError(f"unknown knob{_other_engines_knob(str(key), engine)}"
+                              f"{did_you_mean(str(key).replace('_', '-'), all_spellings(engine))}", here)
         draft.set(knob.name, raw, here)
     return draft
+
+
+def _other_engines_knob(key: str, engine: str) -> str:
+    """' of vLLM (it is TensorRT-LLM's: set engine to trtllm)' when another engine has the knob this one lacks."""
+    from kvplan.engines import NAMES
+    from kvplan.engines import engine as engine_for
+
+    if engine not in NAMES:
+        return ""
+    for other in NAMES:
+        if other != engine and field_for(key, other) is not None:
+            return f" of {engine_for(engine).label} (it is {engine_for(other).label}'s: set engine to {other})"
+    return ""
 
 
 def from_mapping(mapping: Any, where: str = "deployment") -> Deployment:

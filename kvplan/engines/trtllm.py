@@ -32,6 +32,7 @@ from typing import Protocol
 from kvplan.capacity import pool_layout
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, Target
+from kvplan.models.families import family_of
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
 from kvplan.units import GiB, cdiv, dtype_bytes
@@ -94,21 +95,30 @@ def estimation_tokens(max_num_tokens: int, max_seq_len: int, tokens_per_block: i
     return blocks * tokens_per_block
 
 
+def mlp_width_copies(spec: ModelSpec) -> int:
+    """Copies of an MLP's (or expert's) intermediate width alive per token while down_proj writes its output.
+    GatedMLP.forward (tensorrt_llm/_torch/modules/gated_mlp.py) keeps the fused gate/up output (2 copies) while the
+    SwiGLU makes the third; MLP.forward (modules/mlp.py), the non-gated families' (GPT-2, Phi-2, BLOOM, Falcon,
+    Nemotron-H's ReLU^2), keeps up_proj's output while the activation makes the second."""
+    return 3 if family_of(spec.model_type).gated_mlp else 2
+
+
 def token_activation_elements(spec: ModelSpec, tp: int) -> int:
-    """What one decoder layer holds at its MLP for each token it runs, in elements. GatedMLP.forward
-    (tensorrt_llm/_torch/modules/gated_mlp.py) keeps the fused gate/up output h1 (2 x intermediate / TP) alive
-    while swiglu makes h2 (intermediate / TP) and down_proj writes its output; beside them live the residual and the
-    MLP's normed input: 3 x hidden + 3 x intermediate / TP. A routed-expert layer holds each token once per chosen
-    expert (its copy of the hidden state, the expert's gate/up and SwiGLU outputs); shared experts run beside them.
-    Attention's buffers come and go before the MLP's (the peak is one phase, not their sum) and are narrower
-    wherever the MLP is the usual 3-4 x hidden wide, so they are not counted."""
+    """What one decoder layer holds at its MLP for each token it runs, in elements: the residual, the MLP's normed
+    input and its output (3 x hidden) beside the intermediate-width copies of mlp_width_copies, split over TP. A
+    routed-expert layer holds each token once per chosen expert (its copy of the hidden state and the expert's
+    intermediate copies); shared experts run beside them. A model whose expert layers alternate with dense-MLP
+    layers peaks at the wider of the two; layers with neither (Nemotron-H's Mamba and attention blocks) are not
+    counted. Attention's buffers come and go before the MLP's (the peak is one phase, not their sum) and are
+    narrower wherever the MLP is the usual 3-4 x hidden wide, so they are not counted."""
+    copies = mlp_width_copies(spec)
     hidden = 3 * spec.hidden_size
-    dense = 3 * spec.intermediate_size // tp
+    dense = copies * spec.intermediate_size // tp
     if spec.moe is None:
         return hidden + dense
     moe = spec.moe
-    routed = moe.experts_per_token * (spec.hidden_size + 3 * moe.expert_intermediate_size // tp)
-    expert_layer = routed + 3 * moe.shared_intermediate_size // tp  # all shared experts' width together
+    routed = moe.experts_per_token * (spec.hidden_size + copies * moe.expert_intermediate_size // tp)
+    expert_layer = routed + copies * moe.shared_intermediate_size // tp  # all shared experts' width together
     return hidden + (max(dense, expert_layer) if moe.dense_layers else expert_layer)
 
 

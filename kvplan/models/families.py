@@ -25,7 +25,6 @@ class Family:
     max_position_default: int | None = None
     rope_scaling_extends_context: bool = True
     expert_score_bias: bool = False  # the router keeps an e_score_correction_bias whatever topk_method says
-    ssm_dtype_default: str | None = None  # the SSM state's cache dtype where the config names none
     parallel_mixers: bool = False  # every decoder layer runs attention and a Mamba mixer side by side
     # The parameter count of this family was checked to the parameter against a published count.
     exact: bool = False
@@ -46,9 +45,8 @@ FAMILIES: dict[str, Family] = {
     "qwen3_next": Family(qk_norm=True),
     "qwen3_5_text": Family(qk_norm=True),
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
-    # score bias in every NemotronHMoE; models/config.py NemotronHForCausalLMConfig caches the SSM state in
-    # float32 when the config names no mamba_ssm_cache_dtype.
-    "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True, ssm_dtype_default="float32"),
+    # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
+    "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True),
     "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192, exact=True),
     "gemma2": Family(tied_default=True, norms_per_layer=4, sliding_pattern=2, exact=True),
     "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True, sliding_pattern=6,

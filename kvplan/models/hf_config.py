@@ -272,7 +272,7 @@ def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Lay
     model; shapes in mamba_utils.MambaStateShapeCalculator). A config without the fields keeps the old
     sizeless state."""
     ssm_key = lm.first_key(SSM_DTYPE_KEYS)
-    ssm_dtype = lm.text(ssm_key) if ssm_key else family.ssm_dtype_default
+    ssm_dtype = lm.text(ssm_key) if ssm_key else None  # where it names none, each engine has its own rule
     ssm = dtype_bytes(ssm_dtype, f"{lm.where}: {ssm_key or 'mamba_ssm_dtype'}") if ssm_dtype else None
     if lm.has("linear_num_value_heads"):
         return GatedDeltaNetState(lm.integer("linear_num_key_heads"), lm.integer("linear_num_value_heads"),
@@ -324,9 +324,13 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     if shared_width:  # Qwen3-Coder writes 0: no shared expert
         shared, shared_size = 1, shared_width
     dense: list[int] = []
+    mlp_free: tuple[int, ...] = ()
     pattern = lm.text("hybrid_override_pattern")
-    if pattern is not None:  # Nemotron-H: experts only in its 'E' layers (vLLM NemotronHMoEDecoderLayer)
-        dense.extend(i for i, symbol in enumerate(pattern) if symbol != "E")
+    if pattern is not None:
+        # Nemotron-H (vLLM nemotron_h.py): experts in its 'E' layers, a dense MLP in its '-' layers; its Mamba
+        # ('M') and attention ('*') layers have neither
+        dense.extend(i for i, symbol in enumerate(pattern) if symbol == "-")
+        mlp_free = tuple(i for i, symbol in enumerate(pattern) if symbol not in "-E")
     first_dense = lm.optional_int("first_k_dense_replace", minimum=0) or 0
     dense.extend(range(min(first_dense, num_layers)))
     only_mlp = lm.array("mlp_only_layers") or []
@@ -339,7 +343,7 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     if period:  # Jamba: experts in every period-th layer from the offset, a dense MLP in the others
         offset = lm.integer("expert_layer_offset", 0, minimum=0)
         dense.extend(i for i in range(num_layers) if i % period != offset)
-    return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))))
+    return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))), mlp_free)
 
 
 def _tied(top: ConfigFields, lm: ConfigFields, family: Family) -> bool:

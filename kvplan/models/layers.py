@@ -100,10 +100,11 @@ class LayerKind(Protocol):
         """This layer once the engine pads its state page up to the attention page."""
         ...
 
-    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> LayerKind:
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
+                  fallback_ssm_bytes: int | None = None) -> LayerKind:
         """This layer's state as a paged engine holds it: conv state elements of conv_bytes, SSM state of ssm_bytes
-        (None: as the config says), conv rows and blocks for speculative tokens, extra_blocks more for a
-        prefix-cached state."""
+        (None: as the config says, else fallback_ssm_bytes, else as the conv state), conv rows and blocks for
+        speculative tokens, extra_blocks more for a prefix-cached state."""
         ...
 
     def unpaged(self) -> LayerKind:
@@ -144,7 +145,8 @@ class _OneMixer:
     def padded_to(self: Layer, attention_page: int, tp: int) -> Layer:
         return self
 
-    def as_served(self: Layer, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> Layer:
+    def as_served(self: Layer, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
+                  fallback_ssm_bytes: int | None = None) -> Layer:
         return self
 
     def unpaged(self: Layer) -> Layer:
@@ -427,10 +429,12 @@ class RecurrentState(_OneMixer, _NoHeads):
         # vLLM: "Padding mamba page size by X%" so that every group's pages are equal
         return replace(self, padded_page=attention_page) if self.state_page_bytes(tp) < attention_page else self
 
-    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> Layer:
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
+                  fallback_ssm_bytes: int | None = None) -> Layer:
         held = 1 + spec_tokens + (extra_blocks if self.prefix_cached else 0)
-        return replace(self, conv_bytes=conv_bytes, ssm_bytes=self.ssm_bytes if ssm_bytes is None else ssm_bytes,
-                       spec_tokens=spec_tokens, held_blocks=held)
+        ssm = ssm_bytes if ssm_bytes is not None else (
+            self.ssm_bytes if self.ssm_bytes is not None else fallback_ssm_bytes)
+        return replace(self, conv_bytes=conv_bytes, ssm_bytes=ssm, spec_tokens=spec_tokens, held_blocks=held)
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         shapes = " + ".join(f"{t.name} {'x'.join(map(str, t.shape))} x {t.element_bytes} B"
@@ -646,8 +650,10 @@ class ParallelHybrid:
     def padded_to(self, attention_page: int, tp: int) -> ParallelHybrid:
         return ParallelHybrid(self.attention, self.mixer.padded_to(attention_page, tp))
 
-    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int) -> ParallelHybrid:
-        return ParallelHybrid(self.attention, self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks))
+    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
+                  fallback_ssm_bytes: int | None = None) -> ParallelHybrid:
+        return ParallelHybrid(self.attention, self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks,
+                                                                   fallback_ssm_bytes))
 
     def kept_tokens(self) -> int | None:
         return self.attention.kept_tokens()

@@ -27,7 +27,13 @@ class MoE:
     expert_intermediate_size: int
     shared_experts: int = 0
     shared_intermediate_size: int = 0
-    dense_layers: tuple[int, ...] = ()
+    dense_layers: tuple[int, ...] = ()  # layers with one dense MLP in place of the experts
+    # layers with neither experts nor an MLP: Nemotron-H's Mamba ('M') and attention ('*') blocks
+    mlp_free_layers: tuple[int, ...] = ()
+
+    def expert_layer_count(self, num_layers: int) -> int:
+        """Decoder layers that hold routed experts."""
+        return num_layers - len(self.dense_layers) - len(self.mlp_free_layers)
 
 
 @dataclass(eq=False)
