@@ -53,6 +53,7 @@ class EngineSettings:
     hybrid_kv_manager: bool = True  # False: every attention layer caches every token, in one group
     expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
     mxfp4_experts: Mxfp4Experts | None = None  # how MXFP4 experts are held once loaded; None: as stored
+    auto_kv_cache_dtype: str | None = None  # what the engine makes of kv_cache_dtype auto; None: the model dtype
 
 
 @dataclass(eq=False)

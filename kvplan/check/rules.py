@@ -332,7 +332,7 @@ class ReplicatedKvHeads(Rule):
         if ctx.dep is None or ctx.spec is None:
             return [Outcome(SKIP, ctx.blocked)]
         tp = ctx.dep.tensor_parallel_size
-        heads = max((layer.kv_heads for layer in ctx.spec.kv_layers if layer.kind != "mla"), default=0)
+        heads = max((layer.kv_heads for layer in ctx.spec.kv_layers if not layer.latent_cache), default=0)
         if heads and tp > heads:
             return [Outcome(WARN, f"tensor_parallel_size {tp} > {heads} KV heads: each head is replicated on "
                                   f"{tp // heads} ranks, so the KV cache holds {tp // heads} copies",

@@ -43,7 +43,7 @@ def _parallel(dep: Deployment, spec: ModelSpec) -> None:
     if heads and heads % tp:
         raise KvplanError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
                           f"({tp}).", where)
-    kv_heads = max((layer.kv_heads for layer in spec.kv_layers if layer.kind != "mla"), default=0)
+    kv_heads = max((layer.kv_heads for layer in spec.kv_layers if not layer.latent_cache), default=0)
     if kv_heads and (tp % kv_heads if tp >= kv_heads else kv_heads % tp):
         raise KvplanError(f"the {kv_heads} KV heads and tensor parallel size {tp} must divide one another (vLLM's "
                           "QKVParallelLinear shards or replicates whole KV heads)", where)

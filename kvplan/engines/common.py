@@ -46,7 +46,7 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     dtype, dtype_note = model_dtype(spec, dep, target.gpu)
     # a dtype the config names (not a flag the user typed) is blamed on the config
     dtype_where = dep.where("dtype") if dep.dtype != "auto" else f"{spec.source.location}: torch_dtype"
-    kv_name, kv_bytes = kv_dtype(dep, dtype, dtype_where)
+    kv_name, kv_bytes = kv_dtype(dep, (settings.auto_kv_cache_dtype if settings else None) or dtype, dtype_where)
     weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep),
                             settings.mxfp4_experts if settings is not None else None)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
@@ -114,6 +114,11 @@ def model_dtype(spec: ModelSpec, dep: Deployment, gpu: GpuChoice | None = None) 
         return "float16", (f"{gpu.name} has no bfloat16 (compute capability {gpu.compute_capability}): served "
                            "in float16, as vLLM does")
     return dtype, None
+
+
+def kernel_block_size(spec: ModelSpec) -> int | None:
+    """The block size a layer kind's kernels impose over the user's choice; None where any is taken."""
+    return next((layer.kernel_block_size for layer in spec.layers if layer.kernel_block_size), None)
 
 
 def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:

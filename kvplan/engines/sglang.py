@@ -204,9 +204,13 @@ class Sglang(PoolRules):
             if tower is not None:
                 fraction = vlm_mem_fraction(fraction, *tower)
         return EngineSettings(
-            "sglang", self.label, self.kv_log, dep.engine_version, fraction, dep.block_size or 1,
+            # DeepSeek sparse attention: server_args "Setting page size to 64 for DeepSeek DSA" (CUDA), whatever
+            # --page-size says
+            "sglang", self.label, self.kv_log, dep.engine_version, fraction,
+            common.kernel_block_size(target.spec) or dep.block_size or 1,
             common.check_max_model_len(target.spec, dep), dep.max_num_seqs, chunked,
-            utilization_knob="mem_fraction_static", length_knob="context_length", token_cap=dep.max_total_tokens)
+            utilization_knob="mem_fraction_static", length_knob="context_length", token_cap=dep.max_total_tokens,
+            auto_kv_cache_dtype=auto_kv_cache_dtype(target))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -310,7 +314,17 @@ class Sglang(PoolRules):
                          "ranks")
         if any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append(_window_note(target))
+        if settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto":
+            notes.append(f"DeepSeek sparse attention on this GPU: SGLang's automatic KV cache dtype is "
+                         f"{settings.auto_kv_cache_dtype} (656 B latent per token)")
         return notes
+
+
+def auto_kv_cache_dtype(target: Target) -> str | None:
+    """server_args _set_default_nsa_kv_cache_dtype: DeepSeek sparse attention on SM100+ caches fp8_e4m3 when the
+    KV cache dtype is auto."""
+    major = target.gpu.compute_major
+    return "fp8_e4m3" if common.kernel_block_size(target.spec) and major is not None and major >= 10 else None
 
 
 def _window_note(target: Target) -> str:

@@ -28,6 +28,9 @@ PAGED_STATES_FROM = (0, 10)
 # 179 per request x 262,144) and absent from v0.10.2 (Qwen3-Next, 973,760 = 7,162 // 4 groups x 544); the first
 # version between them is not known, so v0.20 is taken.
 PREFIX_CACHED_STATES_FROM = (0, 20)
+# DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) turned "auto" into fp8_ds_mla in
+# v0.11.0 (PR #25988); later code turns only fp8* into it. The first release without it is not known; 0.12 is taken.
+SPARSE_FP8_DEFAULT_IN = (0, 11)
 
 
 @dataclass(eq=False)
@@ -255,11 +258,16 @@ class Vllm:
         placement = expert_placement(spec, dep)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
-            dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len, seqs, tokens,
+            # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
+            # 64 for FlashMLASparse backend" (v0.11+), whatever --block-size says
+            common.kernel_block_size(spec) or dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len,
+            seqs, tokens,
             concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
             paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
             tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
             hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=placement,
+            auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
+            else None,
             mxfp4_experts=vllm_mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks))
 
@@ -292,6 +300,9 @@ class Vllm:
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        if settings.auto_kv_cache_dtype and target.deployment.kv_cache_dtype == "auto":
+            notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
+                         "(656 B latent per token, PR #25988)")
         if settings.state_extra_blocks and any(cache.prefix_cached for layer in target.spec.layers
                                                 for cache in layer.cache_layers()):
             notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "

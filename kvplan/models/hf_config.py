@@ -22,6 +22,7 @@ from kvplan.models.layers import (
     SharedKv,
     ShortConvState,
     SlidingWindow,
+    SparseLatentAttention,
     StateOnly,
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
@@ -163,8 +164,9 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         return [_state_layer(lm, family, hidden, pure=True)] * num_layers
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
-        latent = LatentAttention(kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0))
-        return [latent] * num_layers
+        latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
+        indexer = _sparse_indexer(lm, latent_dim)
+        return [indexer or LatentAttention(latent_dim)] * num_layers
 
     head_dim = _head_dim(lm, hidden, heads)
     kv = _kv_heads(lm, heads)
@@ -201,6 +203,21 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         first = lm.integer("max_window_layers", minimum=0)
         return [sliding if i >= first else full for i in range(num_layers)]
     return [sliding] * num_layers
+
+
+# The indexer of DeepSeek-V3.2's own config.json (index_n_heads 64, index_head_dim 128, index_topk 2048), for a
+# config that names only part of it
+INDEXER_DEFAULTS = {"index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048}
+
+
+def _sparse_indexer(lm: ConfigFields, latent_dim: int) -> SparseLatentAttention | None:
+    """DeepSeek sparse attention: a config with a lightning indexer (vLLM's test is the presence of index_topk;
+    some copies of the V3.2 config keep only index_head_dim and index_n_heads) caches the indexer's key beside
+    the latent."""
+    if not any(lm.has(key) for key in INDEXER_DEFAULTS):
+        return None
+    head_dim, heads, topk = (lm.integer(key, default) for key, default in INDEXER_DEFAULTS.items())
+    return SparseLatentAttention(latent_dim, head_dim, heads, topk)
 
 
 def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int, full: FullAttention,

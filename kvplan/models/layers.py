@@ -9,7 +9,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-from kvplan.units import cdiv, kv_format
+from kvplan.units import DsMlaKv, KvFormat, cdiv, kv_format
 
 
 class PageTensor(NamedTuple):
@@ -28,6 +28,15 @@ class PageTensor(NamedTuple):
 
 def page_tensors_bytes(tensors: tuple[PageTensor, ...]) -> int:
     return sum(tensor.nbytes for tensor in tensors)
+
+
+def latent_tensor(block_size: int, dim: int, kv_format: KvFormat) -> PageTensor:
+    """One block of MLA latents: elements of the cache dtype, or bytes for a packed layout (fp8_ds_mla's 656 B
+    per token, allocated as uint8 by vLLM)."""
+    per_token = kv_format.latent_bytes(dim)
+    if per_token == dim * int(kv_format):
+        return PageTensor("latent", (block_size, dim), int(kv_format))
+    return PageTensor("latent", (block_size, per_token), 1)
 
 
 class MixerCounter(Protocol):
@@ -56,6 +65,8 @@ class LayerKind(Protocol):
     prefix_cached: ClassVar[bool]  # vLLM caches prefixes of this state (mamba_cache_mode "align")
     latent_cache: ClassVar[bool]  # caches one compressed latent per token (MLA), served by latent backends
     chunked_local: ClassVar[bool]  # attends within fixed chunks (Llama 4's attention_chunk_size)
+    # The one block size the engines' kernels for this kind take, whatever the user asks; None: any
+    kernel_block_size: ClassVar[int | None]
 
     @property
     def kv_heads(self) -> int: ...
@@ -135,6 +146,7 @@ class _OneMixer:
     prefix_cached: ClassVar[bool] = False
     latent_cache: ClassVar[bool] = False
     chunked_local: ClassVar[bool] = False
+    kernel_block_size: ClassVar[int | None] = None
 
     def cache_layers(self: Layer) -> tuple[Layer, ...]:
         return (self,)
@@ -284,7 +296,7 @@ class LatentAttention(_OneMixer):
         return block_size * self.bytes_per_token(kv_bytes, tp)
 
     def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
-        return (PageTensor("latent", (block_size, self.latent_dim), kv_bytes),)
+        return (latent_tensor(block_size, self.latent_dim, kv_format(kv_bytes)),)
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(context, block_size)
@@ -299,6 +311,80 @@ class LatentAttention(_OneMixer):
         total = layers * self.page_bytes(block_size, kv_bytes, tp)
         return (f"{layers} layers x {self.latent_dim} latent x {block_size} tokens x {kv_bytes} B = {total:,} B "
                 "(MLA: no K/V factor, whole on every rank)")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.latent_attention()
+
+
+@dataclass(frozen=True)
+class SparseLatentAttention(_OneMixer):
+    """DeepSeek sparse attention (DeepSeek-V3.2, the configs with a lightning indexer: index_topk, index_head_dim):
+    the MLA latent per token, and beside it in the same page the indexer's own key, one vector of index_head_dim
+    per token for all its heads (vLLM deepseek_v2.py DeepseekV32IndexerCache: an MLAAttentionSpec of one head).
+    The indexer key is fp8 with one fp32 scale per 128 values whatever the cache dtype (uint8, head_dim + head_dim
+    // 128 x 4 = 132 B); an 8-bit latent is kept in the fp8_ds_mla layout, the only fp8 one the sparse FlashMLA
+    kernels read (vLLM's sparse backend maps fp8 there; SGLang's NSA pool stores the same 656 B). vLLM groups the
+    two specs of each layer in one UniformTypeKVCacheSpecs, whose block costs the sum of their pages, and forces
+    64-token blocks for the sparse backend (platforms/cuda.py); SGLang pages NSA at 64 too."""
+
+    latent_dim: int
+    index_head_dim: int
+    index_heads: int
+    index_topk: int
+    kind: ClassVar[str] = "sparse_mla"
+    latent_cache: ClassVar[bool] = True
+    holds_kv: ClassVar[bool] = True
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = True
+    kernel_block_size: ClassVar[int | None] = 64
+    INDEXER_QUANT_BLOCK: ClassVar[int] = 128  # values per fp32 scale (vLLM Indexer.quant_block_size)
+    INDEXER_SCALE_BYTES: ClassVar[int] = 4
+
+    @property
+    def kv_heads(self) -> int:
+        return 1
+
+    @property
+    def head_dim(self) -> int:
+        return self.latent_dim
+
+    def heads_per_rank(self, tp: int) -> int:
+        return 1
+
+    def latent_format(self, kv_bytes: int) -> KvFormat:
+        served = kv_format(kv_bytes)
+        return DsMlaKv(1) if int(served) == 1 else served
+
+    def latent_bytes_per_token(self, kv_bytes: int) -> int:
+        return self.latent_format(kv_bytes).latent_bytes(self.latent_dim)
+
+    def indexer_bytes_per_token(self) -> int:
+        return self.index_head_dim + self.index_head_dim // self.INDEXER_QUANT_BLOCK * self.INDEXER_SCALE_BYTES
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return self.latent_bytes_per_token(kv_bytes) + self.indexer_bytes_per_token()
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return block_size * self.bytes_per_token(kv_bytes, tp)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (latent_tensor(block_size, self.latent_dim, self.latent_format(kv_bytes)),
+                PageTensor("indexer_k", (block_size, self.indexer_bytes_per_token()), 1))
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return cdiv(context, block_size)
+
+    def as_full(self) -> SparseLatentAttention:
+        return self
+
+    def describe(self) -> str:
+        return (f"sparse MLA latent {self.latent_dim} + indexer K {self.index_head_dim} "
+                f"({self.index_heads} heads, top {self.index_topk})")
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        total = layers * self.page_bytes(block_size, kv_bytes, tp)
+        return (f"{layers} layers x {block_size} tokens x ({self.latent_bytes_per_token(kv_bytes)} B latent + "
+                f"{self.indexer_bytes_per_token()} B indexer K) = {total:,} B (sparse MLA: whole on every rank)")
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.latent_attention()
@@ -613,6 +699,7 @@ class ParallelHybrid:
     prefix_cached: ClassVar[bool] = False
     latent_cache: ClassVar[bool] = False
     chunked_local: ClassVar[bool] = False
+    kernel_block_size: ClassVar[int | None] = None
 
     @property
     def kv_heads(self) -> int:
