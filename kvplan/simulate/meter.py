@@ -5,10 +5,11 @@ of the pool's use over time feeds the charts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.simulate.allocators.base import Usage
+from kvplan.simulate.allocators.base import State, Usage
 
 MAX_POINTS = 1024
 
@@ -17,80 +18,82 @@ MAX_POINTS = 1024
 class Meter:
     slots: int
     slot_bytes: int
+    split: Callable[[Sequence[int], int], Usage]  # the allocator's: summed states (base.State) to a summed Usage
     steps: int = 0
     memory_steps: int = 0
     running_sum: int = 0
     peak_running: int = 0
     processed: int = 0
     peak_allocated: int = 0
-    everywhere: list[int] = field(default_factory=lambda: [0] * 6)  # Usage sums over every step
-    memory_bound: list[int] = field(default_factory=lambda: [0] * 6)  # over the memory-bound steps
+    # The states summed over the memory-bound steps and over the others, kept apart so that a step adds to one.
+    bound: list[int] = field(default_factory=lambda: [0] * 4)
+    unbound: list[int] = field(default_factory=lambda: [0] * 4)
     series: list[tuple[int, float, float]] = field(default_factory=list)  # (step, tokens share, allocated share)
     _stride: int = 1
-    _next_point: int = 0
+    next_point: int = 0  # a stretch that ends in this step or later adds a point to the series
 
-    def add(self, step: int, total: Usage, last: Usage, steps: int, running: int, processed: int,
+    def add(self, step: int, total: State, last: State, steps: int, running: int, processed: int,
             waits_for_memory: bool) -> None:
-        """`steps` steps from `step` on, `total` the sum of their usages, `last` the usage of the last one."""
+        """`steps` steps from `step` on, `total` the sum of their states, `last` the state of the last one."""
         self.steps += steps
         self.running_sum += running * steps
         if running > self.peak_running:
             self.peak_running = running
         self.processed += processed
-        tokens, reserved, internal, free, saved, unshared = total
-        sums = self.everywhere
-        sums[0] += tokens
-        sums[1] += reserved
-        sums[2] += internal
-        sums[3] += free
-        sums[4] += saved
-        sums[5] += unshared
         if waits_for_memory:
             self.memory_steps += steps
-            bound = self.memory_bound
-            bound[0] += tokens
-            bound[1] += reserved
-            bound[2] += internal
-            bound[3] += free
-        allocated = last[0] + last[1] + last[2]  # growth only, so the last step holds the most
+            sums = self.bound
+        else:
+            sums = self.unbound
+        allocated, second, third, fourth = total
+        sums[0] += allocated
+        sums[1] += second
+        sums[2] += third
+        sums[3] += fourth
+        allocated = last[0]  # growth only, so the last step holds the most
         if allocated > self.peak_allocated:
             self.peak_allocated = allocated
         end = step + steps - 1
-        if end >= self._next_point:
-            self._point(end, last[0], allocated)
+        if end >= self.next_point:
+            self._point(end, last)
 
-    def add_step(self, step: int, usage: Usage, running: int, processed: int, waits_for_memory: bool) -> None:
+    def add_step(self, step: int, state: State, running: int, processed: int, waits_for_memory: bool) -> None:
         """One step (add's fast path: most steps are events)."""
         self.steps += 1
         self.running_sum += running
         if running > self.peak_running:
             self.peak_running = running
         self.processed += processed
-        tokens, reserved, internal, free, saved, unshared = usage
-        sums = self.everywhere
-        sums[0] += tokens
-        sums[1] += reserved
-        sums[2] += internal
-        sums[3] += free
-        if saved or unshared:
-            sums[4] += saved
-            sums[5] += unshared
         if waits_for_memory:
             self.memory_steps += 1
-            bound = self.memory_bound
-            bound[0] += tokens
-            bound[1] += reserved
-            bound[2] += internal
-            bound[3] += free
-        allocated = tokens + reserved + internal
+            sums = self.bound
+        else:
+            sums = self.unbound
+        allocated, second, third, fourth = state
+        sums[0] += allocated
+        sums[1] += second
+        sums[2] += third
+        sums[3] += fourth
         if allocated > self.peak_allocated:
             self.peak_allocated = allocated
-        if step >= self._next_point:
-            self._point(step, tokens, allocated)
+        if step >= self.next_point:
+            self._point(step, state)
 
-    def _point(self, step: int, tokens: int, allocated: int) -> None:
+    @property
+    def everywhere(self) -> list[int]:
+        """Usage sums over every step."""
+        return list(self.split([bound + unbound for bound, unbound in zip(self.bound, self.unbound, strict=True)],
+                               self.steps))
+
+    @property
+    def memory_bound(self) -> list[int]:
+        """Usage sums over the memory-bound steps (saved and unshared are not summed there)."""
+        return list(self.split(self.bound, self.memory_steps)[:4]) + [0, 0]
+
+    def _point(self, step: int, state: State) -> None:
+        tokens, allocated = self.split(state, 1).tokens, state[0]
         self.series.append((step, tokens / self.slots, allocated / self.slots))
-        self._next_point = step + self._stride
+        self.next_point = step + self._stride
         if len(self.series) > MAX_POINTS:
             self.series = self.series[::2]
             self._stride *= 2

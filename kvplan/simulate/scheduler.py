@@ -65,7 +65,7 @@ class _Run:
         self.running: dict[int, Seq] = {}  # by admission order: the newest is the last
         self.prefilling: list[Seq] = []
         self.ends: list[tuple[int, int, Seq]] = []
-        self.meter = Meter(pool.slots, pool.slot_bytes)
+        self.meter = Meter(pool.slots, pool.slot_bytes, allocator.split)
         self.step = 0
         self.clock = 0.0
         self.seats = 0  # sequences running, against max_num_seqs
@@ -75,7 +75,8 @@ class _Run:
         self.rejected = 0
         self.preemptions = 0
         self.finished_at: dict[int, int] = {}
-        self.refused: tuple[Seq, int] | None = None  # the head that did not fit, and the releases count then
+        self.refused: Seq | None = None  # the head that did not fit,
+        self.refused_at = -1  # and the allocator's releases count then
 
     def play(self) -> Outcome:
         while self.arrivals or self.waiting or self.running:
@@ -127,29 +128,32 @@ class _Run:
                 seq.prefill_left -= chunk
                 if not seq.prefill_left:
                     finished.append(seq)
+            # Only the last prefill served can be left unfinished (it took what budget remained): those finished
+            # lead the list.
+            del prefilling[:len(finished)]
         waits_for_memory = False
         waiting = self.waiting
         if waiting and budget > 0:
-            head, refused = waiting[0], self.refused
-            if refused is not None and refused[0] is head and refused[1] == allocator.releases and running:
+            head = waiting[0]
+            if self.refused is head and self.refused_at == allocator.releases and running:
                 waits_for_memory = self.seats + head.width <= self.max_num_seqs  # nothing freed: it still waits
             else:
                 budget, processed, waits_for_memory = self._admit(budget, processed, finished)
         ends = self.ends
         ending: list[Seq] = []  # those that finish in this step: any with one output token first
         if finished:
-            if prefilling:
-                self.prefilling = [seq for seq in self.prefilling if seq.prefill_left]
+            decode_tokens = self.decode_tokens
             for seq in finished:
                 seq.start, seq.decoding = step, True
                 allocator.start_decode(seq, step)
-                self.decode_tokens += seq.width
+                decode_tokens += seq.width
                 end = step + seq.total - seq.prompt - 1
                 if end == step:
                     ending.append(seq)
                 else:
                     heapq.heappush(ends, (end, seq.order, seq))
-        self.meter.add_step(step, allocator.usage(), len(running), processed, waits_for_memory)
+            self.decode_tokens = decode_tokens
+        self.meter.add_step(step, allocator.state(), len(running), processed, waits_for_memory)
         while ends and ends[0][0] <= step:
             ending.append(heapq.heappop(ends)[2])
         if ending:
@@ -174,27 +178,26 @@ class _Run:
             seq = waiting[0]
             if seats + seq.width > max_num_seqs:
                 break
-            refused = self.refused
-            if (refused is not None and refused[0] is seq and refused[1] == allocator.releases) or \
+            if (self.refused is seq and self.refused_at == allocator.releases) or \
                     not allocator.admit(seq):
                 if not running:  # an empty pool cannot place it: it never will
                     waiting.popleft()
                     self.rejected += 1
                     continue
-                self.refused = (seq, allocator.releases)
+                self.refused, self.refused_at = seq, allocator.releases
                 waits_for_memory = True
                 break
             waiting.popleft()
-            self.admitted += 1
-            seq.order = self.admitted
-            running[seq.order] = seq
+            order = seq.order = self.admitted = self.admitted + 1
+            running[order] = seq
             seats += seq.width
-            chunk = seq.prefill_left if seq.prefill_left < budget else budget
+            left = seq.prefill_left
+            chunk = left if left < budget else budget
             budget -= chunk
             processed += chunk
             allocator.prefill(seq, chunk)
-            seq.prefill_left -= chunk
-            if seq.prefill_left:
+            seq.prefill_left = left - chunk
+            if left > chunk:
                 self.prefilling.append(seq)
             else:
                 finished.append(seq)
@@ -233,65 +236,104 @@ class _Run:
         if self.step_time is not None and self.arrivals and self.arrivals[0].arrival <= self.clock:
             return False
         waits_for_memory = False
-        if self.waiting:
-            head = self.waiting[0]
+        waiting, allocator, step = self.waiting, self.allocator, self.step
+        if waiting:
+            head = waiting[0]
             if self.seats + head.width <= self.max_num_seqs and self.decode_tokens < self.max_num_batched_tokens:
-                refused = self.refused
-                still_refused = refused is not None and refused[0] is head and refused[1] == self.allocator.releases
-                if not still_refused and self.allocator.can_admit(head):
+                still_refused = self.refused is head and self.refused_at == allocator.releases
+                if not still_refused and allocator.can_admit(head):
                     return False
-                if self.allocator.frees_while_decoding():
+                if allocator.frees_while_decoding():
                     return False  # step by step: the next freed block may admit it
                 waits_for_memory = True
         ends = self.ends
         while ends and not ends[0][2].live:
             heapq.heappop(ends)
-        steps = ends[0][0] - self.step if ends else 0
-        change = self.allocator.next_change()
+        steps = ends[0][0] - step if ends else 0
+        change = allocator.next_change()
         if change is not None:
-            steps = min(steps, change - self.step)
+            steps = min(steps, change - step)
         seconds = 0.0
         if self.step_time is not None:
             seconds = self.step_time.seconds(self.decode_tokens)
             if self.arrivals:
                 steps = min(steps, math.ceil((self.arrivals[0].arrival - self.clock) / seconds))
+        end = step + steps
+        if ends and ends[0][0] == end and (change is None or change > end) and not (
+                self.step_time is not None and self._arrives_after(steps, seconds)):
+            if self._ending_step(waits_for_memory, seconds):
+                return True
+            if self.step != step:
+                return False  # it ran out of memory on the way: the event step preempts
         if steps > 0:
-            ran, total, last = self.allocator.decode_steps(self.step, steps)
-            if ran:
-                self.meter.add(self.step, total, last, ran, len(self.running), ran * self.decode_tokens,
-                               waits_for_memory)
-                self.step += ran
-                self.clock += ran * seconds
-            if ran < steps:
-                return False
-        if ends and ends[0][0] == self.step and (change is None or change > self.step) and not (
-                self.arrivals and self.step_time is not None and self.arrivals[0].arrival <= self.clock):
-            return self._ending_step(waits_for_memory, seconds)
+            self._decode(steps, waits_for_memory, seconds)
         return False
 
+    def _arrives_after(self, steps: int, seconds: float) -> bool:
+        """Whether a request has arrived once `steps` decode steps of `seconds` each have run."""
+        if not self.arrivals:
+            return False
+        clock = self.clock + steps * seconds if steps > 0 else self.clock  # as _decode will add it
+        return self.arrivals[0].arrival <= clock
+
+    def _decode(self, steps: int, waits_for_memory: bool, seconds: float) -> int:
+        """Runs up to `steps` decode-only steps and meters them; returns how many ran before memory ran out."""
+        ran, total, last = self.allocator.decode_steps(self.step, steps)
+        if ran:
+            self.meter.add(self.step, total, last, ran, len(self.running), ran * self.decode_tokens,
+                           waits_for_memory)
+            self.step += ran
+            self.clock += ran * seconds
+        return ran
+
     def _ending_step(self, waits_for_memory: bool, seconds: float) -> bool:
-        """The step in which the stretch's first request ends, when nothing else happens in it: no arrival, no
-        admission (the stretch found the head refused, and memory only shrank since), no prefill, no window
-        block freed. It is the event step without the parts that would do nothing."""
+        """The decode steps up to the step in which the stretch's first request ends, and that step, when nothing
+        else happens in it: no arrival, no admission (the stretch found the head refused, and memory only shrank
+        since), no prefill, no window block freed. It is the event step without the parts that would do nothing.
+        True when it played them all; False when it played nothing, or ran out of memory on the way."""
+        step = self.step
+        steps = self.ends[0][0] - step
+        if self.allocator.frees_while_decoding() or (steps and step + steps > self.meter.next_point):
+            return self._ending_after_stretch(steps, waits_for_memory, seconds)
+        # The ending step decodes as every step before it does (releases come after it is metered), so it is
+        # metered with them: the same sums, and the same series point, since none falls before it.
+        ran, total, last = self.allocator.decode_steps(step, steps + 1)
+        if not ran:
+            return False
+        self.meter.add(step, total, last, ran, len(self.running), ran * self.decode_tokens, waits_for_memory)
+        self.step = step + ran
+        if ran <= steps:
+            self.clock += ran * seconds
+            return False
+        if steps:
+            self.clock += steps * seconds
+        self._end_quietly(waits_for_memory, seconds)
+        return True
+
+    def _ending_after_stretch(self, steps: int, waits_for_memory: bool, seconds: float) -> bool:
+        """_ending_step with the stretch metered apart from the ending step: a series point falls in the stretch,
+        or window groups free blocks in it (their peak may lie before the ending step)."""
+        if steps and self._decode(steps, waits_for_memory, seconds) < steps:
+            return False
         step, allocator = self.step, self.allocator
         if not allocator.grow(step):
             return False  # a preemption: the event step handles it
+        self.meter.add_step(step, allocator.state(), len(self.running), self.decode_tokens, waits_for_memory)
+        self.step = step + 1
+        self._end_quietly(waits_for_memory, seconds)
+        return True
+
+    def _end_quietly(self, waits_for_memory: bool, seconds: float) -> None:
+        """Finishes the requests that ended in the step just metered."""
+        step, allocator = self.step - 1, self.allocator
         if waits_for_memory:
-            head, refused = self.waiting[0], self.refused
-            if refused is None or refused[0] is not head or refused[1] != allocator.releases:
-                self.refused = (head, allocator.releases)  # what the event step's failed admission records
-        running = self.running
-        self.meter.add_step(step, allocator.usage(), len(running), self.decode_tokens, waits_for_memory)
+            self.refused, self.refused_at = self.waiting[0], allocator.releases  # as a failed admission records
         ends, finished_at = self.ends, self.finished_at
-        ending = []
         while ends and ends[0][0] <= step:
-            ending.append(heapq.heappop(ends)[2])
-        for seq in ending:
+            seq = heapq.heappop(ends)[2]
             if seq.live:
                 self._finish(seq, seq.total)
                 self.completed += 1
                 finished_at[seq.request.id] = step
         if self.step_time is not None:
             self.clock += seconds
-        self.step = step + 1
-        return True

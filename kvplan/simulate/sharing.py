@@ -33,7 +33,7 @@ class Single:
         return 1
 
     def blocks(self, length: int, prompt: int, block_size: int) -> int:
-        return cdiv(length, block_size)
+        return -(-length // block_size)  # cdiv without the call: this runs on every admission and release
 
     def freed(self, left: int, prompt: int, block_size: int) -> int:
         """Blocks a window group no longer holds once each sequence's first `left` blocks left the window."""

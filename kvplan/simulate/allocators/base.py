@@ -8,6 +8,7 @@ the same sequences would hold without sharing)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from kvplan.simulate.sequence import Seq
@@ -28,7 +29,12 @@ def make_usage(tokens: int, reserved: int, internal: int, free: int, saved: int,
     return new_usage(Usage, (tokens, reserved, internal, free, saved, unshared))
 
 
-new_usage = tuple.__new__  # new_usage(Usage, six ints): make_usage without the call, for usage() on every step
+new_usage = tuple.__new__  # new_usage(Usage, six ints): make_usage without the call
+
+# What the meter sums each step instead of a Usage: four figures, the first the slots allocated (tokens + reserved
+# + internal), from which the allocator's split() gives the Usage. The split is linear in them, so the meter sums
+# four figures a step, not six, and splits the sums once.
+State = tuple[int, int, int, int]
 
 
 class Allocator(Protocol):
@@ -71,9 +77,15 @@ class Allocator(Protocol):
         are not available."""
         ...
 
-    def decode_steps(self, step: int, steps: int) -> tuple[int, Usage, Usage]:
+    def decode_steps(self, step: int, steps: int) -> tuple[int, State, State]:
         """Runs up to `steps` steps in which only decoding happens, from `step`, stopping before a step whose
-        growth does not fit. Returns the steps run, the sum of their usages, and the last one's usage."""
+        growth does not fit. Returns the steps run, the sum of their states, and the last one's state."""
+        ...
+
+    def state(self) -> State: ...
+
+    def split(self, sums: Sequence[int], steps: int) -> Usage:
+        """The Usage summed over `steps` steps whose states summed to `sums`."""
         ...
 
     def usage(self) -> Usage: ...

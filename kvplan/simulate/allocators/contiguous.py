@@ -5,8 +5,10 @@ reservation already covers every token)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kvplan.simulate.allocators.address_space import AddressSpace
-from kvplan.simulate.allocators.base import Usage, make_usage, new_usage
+from kvplan.simulate.allocators.base import State, Usage, make_usage
 from kvplan.simulate.pool import Pool
 from kvplan.simulate.sequence import Seq
 from kvplan.simulate.workload import Request
@@ -89,18 +91,22 @@ class Contiguous:
         self.tokens += self.decoding_width
         return True
 
-    def decode_steps(self, step: int, steps: int) -> tuple[int, Usage, Usage]:
+    def decode_steps(self, step: int, steps: int) -> tuple[int, State, State]:
         first = self.tokens + self.decoding_width
         self.tokens += self.decoding_width * steps
         token_sum = (first + self.tokens) * steps // 2  # an arithmetic series: its steps' token counts
-        fixed = self.reserved_slots - self.final_slots
-        free = self.slots - self.reserved_slots
-        total = make_usage(token_sum, self.final_slots * steps - token_sum, fixed * steps, free * steps, 0, 0)
-        return steps, total, self.usage()
+        return steps, (self.reserved_slots * steps, self.final_slots * steps, token_sum, 0), self.state()
+
+    def state(self) -> State:
+        """Reserved slots (all allocated), what those requests will have written when they finish, tokens."""
+        return self.reserved_slots, self.final_slots, self.tokens, 0
+
+    def split(self, sums: Sequence[int], steps: int) -> Usage:
+        reserved, final, tokens, _ = sums
+        return make_usage(tokens, final - tokens, reserved - final, self.slots * steps - reserved, 0, 0)
 
     def usage(self) -> Usage:
-        tokens, final, reserved = self.tokens, self.final_slots, self.reserved_slots
-        return new_usage(Usage, (tokens, final - tokens, reserved - final, self.slots - reserved, 0, 0))
+        return self.split(self.state(), 1)
 
 
 class ContiguousMax(Contiguous):

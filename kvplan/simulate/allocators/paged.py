@@ -13,14 +13,14 @@ that phase take together; `freeing[phase]` likewise holds what window groups giv
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 
-from kvplan.simulate.allocators.base import Usage, make_usage, new_usage
+from kvplan.simulate.allocators.base import State, Usage, make_usage
 from kvplan.simulate.allocators.prefix_cache import CachedPrefix, PrefixCache
 from kvplan.simulate.pool import Pool
 from kvplan.simulate.sequence import Seq
 from kvplan.simulate.sharing import Sharing, unused_tail
 from kvplan.simulate.workload import Request
-from kvplan.units import cdiv
 
 
 class Paged:
@@ -65,7 +65,7 @@ class Paged:
         return held
 
     def _unshared(self, width: int, length: int) -> int:
-        blocks = cdiv(length, self.block_size)
+        blocks = -(-length // self.block_size)  # cdiv without the call: this runs on every admission and release
         held = self.full_groups * blocks + self.state_blocks
         for window, count in self.windows:
             held += count * (blocks - self._left(length, window))
@@ -100,37 +100,38 @@ class Paged:
 
     def can_admit(self, seq: Seq) -> bool:
         taken, _, _ = self._admission(seq)
-        return self.available() - taken >= self.watermark
+        return self.free + self.cache.evictable - taken >= self.watermark  # available(), without the call
 
     def admit(self, seq: Seq) -> bool:
         taken, prefix, missing = self._admission(seq)
-        if self.available() - taken < self.watermark:
+        if self.free + self.cache.evictable - taken < self.watermark:
             return False
-        size = self.block_size
-        hit = 0
+        size, prompt = self.block_size, seq.prompt
+        cached_tokens = 0
         if prefix is not None:
             hit = min(prefix.blocks, seq.prefix_blocks) // self.full_groups
             self.cache.reference(seq.request.prefix_id, prefix)  # type: ignore[arg-type]
             prefix.blocks = max(prefix.blocks, seq.prefix_blocks)
             seq.group = prefix
-        self._take(seq.first_blocks + missing)
-        length = seq.prompt + 1
-        cached_tokens = min(hit * size, seq.prompt - 1)  # the last prompt token is always computed
-        seq.prefill_left = seq.prompt - cached_tokens
-        tails = seq.width * self.token_groups
-        seq.reserved_left = self._reserved_at_admission(seq, length, missing)
-        self.reserved += seq.reserved_left
-        self.internal += tails * unused_tail(length, size)
+            cached_tokens = min(hit * size, prompt - 1)  # the last prompt token is always computed
+        blocks = seq.first_blocks + missing
+        if blocks <= self.free:
+            self.free -= blocks
+        else:
+            self._take(blocks)
+        seq.prefill_left = prompt - cached_tokens
+        length = prompt + 1
+        empty = seq.width * self.token_groups * unused_tail(length, size)  # in every block tail it opens
+        seq.reserved_left = reserved = self._reserved_at_admission(seq, empty, missing)
+        self.reserved += reserved
+        self.internal += empty
         self.unshared += self._unshared(seq.width, length)
         return True
 
-    def _reserved_at_admission(self, seq: Seq, length: int, missing: int) -> int:
-        """Slots this request will write during its prefill: its own blocks' tokens and the prefix blocks it
-        computes for the cache."""
-        size = self.block_size
-        tails = seq.width * self.token_groups
-        own_slots = (seq.first_blocks - seq.width * self.state_blocks) * size - tails * unused_tail(length, size)
-        return own_slots + missing * size
+    def _reserved_at_admission(self, seq: Seq, empty: int, missing: int) -> int:
+        """Slots this request will write during its prefill: its own blocks' tokens (all but `empty` slots of its
+        blocks beside the state) and the prefix blocks it computes for the cache."""
+        return (seq.first_blocks - seq.width * self.state_blocks + missing) * self.block_size - empty
 
     def prefill(self, seq: Seq, tokens: int) -> None:
         written = min(tokens * self.token_groups, seq.reserved_left)
@@ -140,12 +141,13 @@ class Paged:
     def start_decode(self, seq: Seq, step: int) -> None:
         self.reserved -= seq.reserved_left  # the copies of a shared partial block, and the sampled token
         seq.reserved_left = 0
-        size = self.block_size
+        groups = self.token_groups
+        tails = seq.width * groups
         # The sequence opens a block in step s when its token there is the first of one: prompt + s - step ≡ 0.
-        seq.phase = (step - seq.prompt) % size
-        self.growth[seq.phase] += seq.sharing.growth * self.token_groups
-        self.widths[seq.phase] += seq.width * self.token_groups
-        self.decoding_width += seq.width * self.token_groups
+        phase = seq.phase = (step - seq.prompt) % self.block_size
+        self.growth[phase] += seq.sharing.growth * groups
+        self.widths[phase] += tails
+        self.decoding_width += tails
         if self.windows:
             self._schedule_window_frees(seq, step)
 
@@ -196,8 +198,9 @@ class Paged:
         self.releases += 1
         tails = seq.width * self.token_groups
         if seq.decoding:
-            self.growth[seq.phase] -= seq.sharing.growth * self.token_groups
-            self.widths[seq.phase] -= tails
+            phase = seq.phase
+            self.growth[phase] -= seq.sharing.growth * self.token_groups
+            self.widths[phase] -= tails
             self.decoding_width -= tails
             if seq.windows:
                 self._stop_window_frees(seq)
@@ -234,28 +237,31 @@ class Paged:
         if self.changes:
             self._apply_changes(step)
         phase = step % self.block_size
-        freed = self.freeing[phase]
-        if self.growth[phase] > self.free + freed + self.cache.evictable:
+        taken, freed, free = self.growth[phase], self.freeing[phase], self.free
+        if taken > free + freed + self.cache.evictable:
             return False
         if freed:
-            self.free += freed
+            free += freed
             self.releases += 1
-        taken = self.growth[phase]
-        if taken <= self.free:
-            self.free -= taken
+        if taken <= free:
+            self.free = free - taken
         else:
+            self.free = free
             self._take(taken)
-        self.internal += self.block_size * self.widths[phase] - self.decoding_width
-        self.unshared += self.widths[phase] - self.freeing_unshared[phase]
+        widths = self.widths[phase]
+        self.internal += self.block_size * widths - self.decoding_width
+        self.unshared += widths - self.freeing_unshared[phase]
         return True
 
-    def decode_steps(self, step: int, steps: int) -> tuple[int, Usage, Usage]:
+    def decode_steps(self, step: int, steps: int) -> tuple[int, State, State]:
+        if not self.windows:
+            return self._full_decode_steps(step, steps)
         size, growth, widths, width = self.block_size, self.growth, self.widths, self.decoding_width
         freeing, freeing_unshared = self.freeing, self.freeing_unshared
         num_blocks, reserved = self.num_blocks, self.reserved
         free, evictable = self.free, self.cache.evictable
         internal, unshared = self.internal, self.unshared
-        token_sum = internal_sum = free_sum = saved_sum = unshared_sum = 0
+        used_sum = internal_sum = unshared_sum = 0
         ran = 0
         for ran in range(steps):  # noqa: B007 (ran counts the steps run, read after the loop)
             phase = (step + ran) % size
@@ -271,22 +277,59 @@ class Paged:
                 free, evictable = self.free, self.cache.evictable
             internal += size * widths[phase] - width
             unshared += widths[phase] - freeing_unshared[phase]
-            used = num_blocks - free - evictable
-            token_sum += used * size - internal
+            used_sum += num_blocks - free - evictable
             internal_sum += internal
-            free_sum += free + evictable
-            saved_sum += unshared - used
             unshared_sum += unshared
         else:
             ran = steps
         self.free, self.internal, self.unshared = free, internal, unshared
-        total = make_usage(token_sum - reserved * ran, reserved * ran, internal_sum, free_sum * size, saved_sum * size,
-                      unshared_sum * size)
-        return ran, total, self.usage()
+        return ran, (used_sum * size, internal_sum, reserved * ran, unshared_sum), self.state()
+
+    def _full_decode_steps(self, step: int, steps: int) -> tuple[int, State, State]:
+        """decode_steps without window groups: nothing is freed, and a phase in which no sequence opens a block
+        only fills tails."""
+        size, growth, widths, width = self.block_size, self.growth, self.widths, self.decoding_width
+        free, evictable = self.free, self.cache.evictable
+        internal, unshared = self.internal, self.unshared
+        available_sum = internal_sum = unshared_sum = 0
+        ran = 0
+        for ran in range(steps):  # noqa: B007 (ran counts the steps run, read after the loop)
+            phase = (step + ran) % size
+            taken = growth[phase]
+            if taken:  # some sequences open a block: widths[phase] of them
+                if taken <= free:
+                    free -= taken
+                elif taken <= free + evictable:
+                    self.free = free
+                    self._take(taken)
+                    free, evictable = self.free, self.cache.evictable
+                else:
+                    break
+                opened = widths[phase]
+                internal += size * opened - width
+                unshared += opened
+            else:
+                internal -= width
+            available_sum += free + evictable
+            internal_sum += internal
+            unshared_sum += unshared
+        else:
+            ran = steps
+        self.free, self.internal, self.unshared = free, internal, unshared
+        used_sum = self.num_blocks * ran - available_sum
+        return ran, (used_sum * size, internal_sum, self.reserved * ran, unshared_sum), self.state()
+
+    def state(self) -> State:
+        """Slots of the blocks in use (all allocated), internal slots, reserved slots, blocks unshared."""
+        return (self.num_blocks - self.free - self.cache.evictable) * self.block_size, self.internal, \
+            self.reserved, self.unshared
+
+    def split(self, sums: Sequence[int], steps: int) -> Usage:
+        allocated, internal, reserved, unshared = sums
+        unshared_slots = unshared * self.block_size
+        return make_usage(allocated - internal - reserved, reserved, internal,
+                          self.num_blocks * self.block_size * steps - allocated, unshared_slots - allocated,
+                          unshared_slots)
 
     def usage(self) -> Usage:
-        size, internal, reserved, unshared = self.block_size, self.internal, self.reserved, self.unshared
-        available = self.free + self.cache.evictable
-        used = self.num_blocks - available
-        return new_usage(Usage, (used * size - internal - reserved, reserved, internal, available * size,
-                                 (unshared - used) * size, unshared * size))
+        return self.split(self.state(), 1)
