@@ -54,6 +54,10 @@ class EngineSettings:
     expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
     mxfp4_experts: Mxfp4Experts | None = None  # how MXFP4 experts are held once loaded; None: as stored
     auto_kv_cache_dtype: str | None = None  # what the engine makes of kv_cache_dtype auto; None: the model dtype
+    # How a paged engine types the SSM state of recurrent layers: bytes every state takes whatever the config says
+    # (None: the config's dtype), and bytes where the config names none (None: as the conv state).
+    ssm_forced_bytes: int | None = None
+    ssm_fallback_bytes: int | None = None
 
 
 @dataclass(eq=False)

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from kvplan.cli.options import (
+    TAKES_LAUNCH_LINE,
     ConfigOpt,
     EngineOpt,
     JsonFlag,
@@ -32,7 +33,7 @@ EPILOG = (
     "Exit codes: 0 every GPU named serves one max_model_len request; 1 computed, but at least one cannot; "
     "2 bad input. With several GPUs --json prints a list, one plan per GPU."
 )
-CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True}
+CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
 

@@ -28,6 +28,8 @@ TokenOpt = Annotated[str | None, typer.Option("--token", help="Hub token for gat
 # The launch command pasted after `--`, split off by the entry point before typer sees the arguments; read by the
 # commands that build a Deployment (module attribute TAKES_PASTED = True).
 PASTED: ContextVar[list[str] | None] = ContextVar("pasted", default=None)
+# The context of a command that takes a pasted launch line: click leaves the engine's flags to the command.
+TAKES_LAUNCH_LINE = {"ignore_unknown_options": True, "allow_extra_args": True}
 
 
 def deployment_of(ctx: typer.Context, config: str | None, **own: tuple[Any, str]) -> Deployment:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kvplan.cli.options import (
+    TAKES_LAUNCH_LINE,
     ConfigOpt,
     EngineOpt,
     JsonFlag,
@@ -34,7 +35,7 @@ EPILOG = (
     "kvplan simulate --gpu h100 --trace examples/traces/AzureLLMInferenceTrace_conv.csv -- vllm serve "
     "Qwen/Qwen2.5-7B --max-model-len 8192.  Exit codes: 0 simulated; 2 bad input."
 )
-CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True}
+CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
 

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.options import ConfigOpt, JsonFlag, ModelOpt, RevisionOpt, TokenOpt, VllmVersionOpt, deployment_of
+from kvplan.cli.options import (
+    TAKES_LAUNCH_LINE,
+    ConfigOpt,
+    JsonFlag,
+    ModelOpt,
+    RevisionOpt,
+    TokenOpt,
+    VllmVersionOpt,
+    deployment_of,
+)
 
 if TYPE_CHECKING:
     from kvplan.sizing import Option, Sizing
@@ -27,7 +36,7 @@ EPILOG = (
     "Qwen/Qwen2.5-14B --max-num-seqs 64.  Exit codes: 0 found; 1 nothing meets every target (the closest are "
     "shown with what limits them); 2 bad input."
 )
-CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True}
+CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from kvplan.cli.options import (
+    TAKES_LAUNCH_LINE,
     ConfigOpt,
     EngineOpt,
     JsonFlag,
@@ -30,7 +31,7 @@ EPILOG = (
     "Exit codes: 0 the plan held; 1 it did not (the pool did not fit, bytes differ, decode mismatch); "
     "2 bad input or no device."
 )
-CONTEXT = {"ignore_unknown_options": True, "allow_extra_args": True}
+CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
 

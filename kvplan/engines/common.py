@@ -61,8 +61,7 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     stage_list = []
     for stage in stages(spec, dep, drafts, flat_pool or unified):
         if settings is not None:
-            stage = replace(stage, layers=served_states(stage.layers, dtype_bytes(dtype, dtype_where), dep, settings,
-                                                        spec.architecture))
+            stage = replace(stage, layers=served_states(stage.layers, dtype_bytes(dtype, dtype_where), dep, settings))
         measured = dep.weights_memory_bytes
         placement = settings.expert_placement if settings is not None else None
         weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp, placement) + (
@@ -71,27 +70,15 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     return Prepared(kv_name, kv_bytes, stage_list, notes)
 
 
-def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settings: EngineSettings,
-                  architecture: str) -> list[Layer]:
+def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settings: EngineSettings) -> list[Layer]:
     """Recurrent states as the paged engine holds them (vLLM MambaBase.get_kv_cache_spec, mamba_utils): the conv
-    state in the served dtype (mamba_cache_dtype auto), the SSM state in --mamba-ssm-cache-dtype, else as vLLM
-    resolves auto for the architecture and version (kvplan.engines.vllm_ssm), one conv row and one block more per
-    speculative token, plus the prefix-caching block. An engine that keeps them outside its pool sees them as
-    sizeless."""
-    from kvplan.deployment.launch import version_tuple
-    from kvplan.engines.vllm_ssm import SsmDtype, auto_ssm_dtype
-
+    state in the served dtype (mamba_cache_dtype auto), the SSM state as the engine's settings type it, one conv row
+    and one block more per speculative token, plus the prefix-caching block. An engine that keeps them outside its
+    pool sees them as sizeless."""
     if not settings.paged_states:
         return [layer.unpaged() for layer in layers]
-    spec_tokens = speculative_tokens(dep)
-    ssm_flag = dep.mamba_ssm_cache_dtype
-    version = version_tuple(settings.version)
-    if ssm_flag != "auto":
-        ssm = SsmDtype(forced=dtype_bytes(ssm_flag, dep.where("mamba_ssm_cache_dtype")))
-    else:
-        ssm = auto_ssm_dtype(architecture, version, model_bytes) if version is not None else SsmDtype()
-    return [layer.as_served(model_bytes, ssm.forced, spec_tokens, settings.state_extra_blocks, ssm.fallback)
-            for layer in layers]
+    return [layer.as_served(model_bytes, settings.ssm_forced_bytes, speculative_tokens(dep),
+                            settings.state_extra_blocks, settings.ssm_fallback_bytes) for layer in layers]
 
 
 def speculative_tokens(dep: Deployment) -> int:

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import Target
+from kvplan.engines.vllm_ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
-from kvplan.units import GiB, MiB
+from kvplan.units import GiB, MiB, dtype_bytes
 from kvplan.weights import ExpertPlacement, vllm_mxfp4_experts
 
 LATEST = "0.29.0"
@@ -165,6 +166,16 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     return int(logits + hidden + mlp + moe) + era.fixed_bytes
 
 
+def ssm_dtype(target: Target, version: tuple[int, int]) -> SsmDtype:
+    """--mamba-ssm-cache-dtype, or what vLLM makes of auto for the architecture and version (vllm_ssm)."""
+    dep = target.deployment
+    if dep.mamba_ssm_cache_dtype != "auto":
+        return SsmDtype(forced=dtype_bytes(dep.mamba_ssm_cache_dtype, dep.where("mamba_ssm_cache_dtype")))
+    dtype = common.model_dtype(target.spec, dep, target.gpu)[0]
+    where = dep.where("dtype") if dep.dtype != "auto" else f"{target.spec.source.location}: torch_dtype"
+    return auto_ssm_dtype(target.spec.architecture, version, dtype_bytes(dtype, where))
+
+
 def expert_placement(spec: ModelSpec, dep: Deployment) -> ExpertPlacement | None:
     """How the MoE layers spread their experts (see weights.ExpertPlacement): over TP x DP ranks, whole with
     --enable-expert-parallel, plus EPLB's redundant experts. vLLM's own checks (config/parallel.py
@@ -256,6 +267,7 @@ class Vllm:
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
         placement = expert_placement(spec, dep)
+        ssm = ssm_dtype(target, wanted)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
@@ -266,6 +278,7 @@ class Vllm:
             paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
             tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
             hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=placement,
+            ssm_forced_bytes=ssm.forced, ssm_fallback_bytes=ssm.fallback,
             auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
             else None,
             mxfp4_experts=vllm_mxfp4_experts(wanted, gpu.compute_capability,

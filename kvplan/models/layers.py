@@ -136,9 +136,8 @@ class LayerKind(Protocol):
 Layer = LayerKind
 
 
-class _OneMixer:
-    """What a kind that is one mixer (or none) answers by default: it is its own cache layer and pages no state.
-    Holds no data."""
+class _PlainFlags:
+    """The flags of a kind that is none of the special cases they name. Holds no data."""
 
     mixer_free: ClassVar[bool] = False
     paged_state: ClassVar[bool] = False
@@ -147,6 +146,11 @@ class _OneMixer:
     latent_cache: ClassVar[bool] = False
     chunked_local: ClassVar[bool] = False
     kernel_block_size: ClassVar[int | None] = None
+
+
+class _OneMixer(_PlainFlags):
+    """What a kind that is one mixer (or none) answers by default: it is its own cache layer and pages no state.
+    Holds no data."""
 
     def cache_layers(self: Layer) -> tuple[Layer, ...]:
         return (self,)
@@ -680,7 +684,7 @@ class SharedKv(_NoPages):
 
 
 @dataclass(frozen=True)
-class ParallelHybrid:
+class ParallelHybrid(_PlainFlags):
     """A decoder layer whose input goes through an attention mixer and a Mamba-2 mixer side by side, their outputs
     summed, then one MLP (Falcon-H1: vLLM falcon_h1.py FalconH1ParallelHybrid). vLLM v1 registers the two mixers
     as two cache layers, the Mamba one under the layer index num_hidden_layers + i, so the pool sees an attention
@@ -692,14 +696,7 @@ class ParallelHybrid:
     holds_kv: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
     has_mlp: ClassVar[bool] = True
-    mixer_free: ClassVar[bool] = False
-    # The state sits in its own cache layer (cache_layers), which answers these for the pool.
-    paged_state: ClassVar[bool] = False
-    state_outside_pool: ClassVar[bool] = False
-    prefix_cached: ClassVar[bool] = False
-    latent_cache: ClassVar[bool] = False
-    chunked_local: ClassVar[bool] = False
-    kernel_block_size: ClassVar[int | None] = None
+    # The state flags stay plain: the state sits in its own cache layer (cache_layers), which answers them for the pool.
 
     @property
     def kv_heads(self) -> int:

@@ -25,11 +25,9 @@ class Usage(NamedTuple):
 
 
 def make_usage(tokens: int, reserved: int, internal: int, free: int, saved: int, unshared: int) -> Usage:
-    """A Usage built without NamedTuple's Python-level constructor (a microsecond, on every event step)."""
-    return new_usage(Usage, (tokens, reserved, internal, free, saved, unshared))
+    """A Usage built without NamedTuple's Python-level constructor (a microsecond, on every stretch)."""
+    return tuple.__new__(Usage, (tokens, reserved, internal, free, saved, unshared))
 
-
-new_usage = tuple.__new__  # new_usage(Usage, six ints): make_usage without the call
 
 # What the meter sums each step instead of a Usage: four figures, the first the slots allocated (tokens + reserved
 # + internal), from which the allocator's split() gives the Usage. The split is linear in them, so the meter sums
