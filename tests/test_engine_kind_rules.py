@@ -55,11 +55,17 @@ def test_sglang_state_per_layer_in_its_own_dtypes(layer, ranks, expected):
 
 
 def test_mla_models_get_the_mla_backends_block_size():
-    # vLLM's MLA backends page the latent in their own block size: FlashMLA 64 on Hopper (SM 9.x), CUTLASS MLA 128 on
-    # Blackwell (SM 10.x); other GPUs, and every model without MLA, keep the default 16.
+    # Before v0.18 vLLM's MLA backends forced their own block size: FlashMLA 64 on Hopper (SM 9.x), CUTLASS MLA 128 on
+    # Blackwell datacenter (SM 10.x); TRITON_MLA on other GPUs (consumer Blackwell SM 12.x too), and every model
+    # without MLA, keep the default 16.
     mla, gqa = resolve("deepseek-ai/DeepSeek-V2-Lite"), resolve("Qwen/Qwen2.5-7B")
-    assert [vllm.default_block_size(mla, major) for major in (8, 9, 10, None)] == [16, 64, 128, 16]
-    assert [vllm.default_block_size(gqa, major) for major in (8, 9, 10)] == [16, 16, 16]
+    old = (0, 17)
+    assert [vllm.default_block_size(mla, major, old) for major in (8, 9, 10, 12, None)] == [16, 64, 128, 16, 16]
+    # From v0.18 the chosen backend's preferred size: 16 where it takes it (FLASH_ATTN_MLA on Hopper, as the v0.19
+    # H100 log L01 shows: 94,097 blocks x 16 = 1,505,552 tokens), FlashInfer MLA's smallest, 32, on SM 10.x
+    new = (0, 19)
+    assert [vllm.default_block_size(mla, major, new) for major in (8, 9, 10, 12, None)] == [16, 16, 32, 16, 16]
+    assert [vllm.default_block_size(gqa, major, new) for major in (8, 9, 10)] == [16, 16, 16]
 
 
 def test_only_chunked_local_attention_turns_the_hybrid_manager_off():

@@ -149,12 +149,16 @@ def test_pool_shapes_by_hand():
     pool = allocate(qwen.shape, 10, qwen.plan.kv_dtype, torch.device("meta"))
     assert qwen.shape.block_bytes == 917_504 and pool.nbytes == 9_175_040
     assert pool.views[0][0]["key"].shape == (10, 16, 4, 128) and pool.views[0][0]["key"].dtype == torch.bfloat16
-    # DeepSeek-V2-Lite on an H200 (FlashMLA: block 64): latent 512 + 64 = 576, x 64 x 2 B x 27 layers
+    # DeepSeek-V2-Lite on an H200, vLLM 0.17 (FlashMLA: block 64): latent 512 + 64 = 576, x 64 x 1 B x 27 layers
     lite = rank_target(Deployment.from_mapping({"model": "deepseek-ai/DeepSeek-V2-Lite", "gpu": "h200",
-                                                "kv_cache_dtype": "fp8"}), CPU_DEVICE, 0, 1)
+                                                "kv_cache_dtype": "fp8", "engine_version": "0.17"}), CPU_DEVICE, 0, 1)
     latent = allocate(lite.shape, 3, lite.plan.kv_dtype, torch.device("meta")).views[0][0]["latent"]
     assert lite.shape.block_bytes == 576 * 64 * 1 * 27 and latent.shape == (3, 64, 576)
     assert latent.dtype == torch.float8_e4m3fn
+    # from v0.18 FLASH_ATTN_MLA pages it in 16-token blocks: 576 x 16 x 1 B x 27
+    new = rank_target(Deployment.from_mapping({"model": "deepseek-ai/DeepSeek-V2-Lite", "gpu": "h200",
+                                               "kv_cache_dtype": "fp8"}), CPU_DEVICE, 0, 1)
+    assert new.shape.block_bytes == 576 * 16 * 1 * 27
 
 
 def options(*, cap=256 * MiB, probe=False, **knobs):

@@ -29,6 +29,10 @@ PAGED_STATES_FROM = (0, 10)
 # 179 per request x 262,144) and absent from v0.10.2 (Qwen3-Next, 973,760 = 7,162 // 4 groups x 544); the first
 # version between them is not known, so v0.20 is taken.
 PREFIX_CACHED_STATES_FROM = (0, 20)
+# vllm#35122 (merged 2026-03-09; the release is inferred as v0.18): the KV block size follows the attention backend
+# chosen, so Hopper's FLASH_ATTN_MLA (first since vllm#27363) pages MLA in 16-token blocks, not FlashMLA's 64, as the
+# v0.19 H100 log of DeepSeek-V2-Lite shows (data/vllm_calibration.yaml L01: 94,097 blocks x 16 = 1,505,552 tokens).
+MLA_BLOCK_FROM_BACKEND = (0, 18)
 # DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) turned "auto" into fp8_ds_mla in
 # v0.11.0 (PR #25988); later code turns only fp8* into it. The first release without it is not known; 0.12 is taken.
 SPARSE_FP8_DEFAULT_IN = (0, 11)
@@ -130,13 +134,21 @@ def era_of(version: str, where: str = "--vllm-version") -> Era:
     return chosen
 
 
-def default_block_size(spec: ModelSpec, major: int | None) -> int:
-    if any(layer.latent_cache for layer in spec.layers) and major is not None:
-        if major >= 10:
-            return 128  # CUTLASS MLA on Blackwell
-        if major == 9:
-            return 64  # FlashMLA on Hopper
-    return 16
+def default_block_size(spec: ModelSpec, major: int | None, version: tuple[int, int] = (0, 0)) -> int:
+    """The KV block size when --block-size is not given: 16, or what the MLA backend vLLM picks for the GPU takes."""
+    if not any(layer.latent_cache for layer in spec.layers) or major is None:
+        return 16
+    if version >= MLA_BLOCK_FROM_BACKEND:
+        # the backend is chosen first and its preferred size taken (Platform.update_block_size_for_backend:
+        # 16 where supported, else its smallest): FLASH_ATTN_MLA on SM90 and TRITON_MLA off Blackwell datacenter
+        # take 16; FlashInfer MLA, first on SM100, supports 32 and 64 and takes 32 (it accepts a qk_nope_head_dim
+        # of 64, 128 or 192, DeepSeek's being 128; CUTLASS MLA's 128 for the others is not modelled)
+        return 32 if major == 10 else 16
+    if major == 10:
+        return 128  # CUTLASS MLA on Blackwell datacenter (SM100)
+    if major == 9:
+        return 64  # "Forcing kv cache block size to 64 for FlashMLA backend" on Hopper
+    return 16  # TRITON_MLA: consumer Blackwell (SM120) and older GPUs
 
 
 def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
@@ -272,7 +284,8 @@ class Vllm:
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
             # 64 for FlashMLASparse backend" (v0.11+), whatever --block-size says
-            common.kernel_block_size(spec) or dep.block_size or default_block_size(spec, gpu.compute_major), max_model_len,
+            common.kernel_block_size(spec) or dep.block_size or default_block_size(spec, gpu.compute_major, wanted),
+            max_model_len,
             seqs, tokens,
             concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
             paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
