@@ -9,3 +9,5 @@ if __name__ == "__main__":
     for table in (*engine_calibration.tables(), *engine_calibration.hybrid_tables()):
         print()
         print(table)
+    print()
+    print(engine_calibration.overall_line())

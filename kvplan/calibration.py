@@ -31,6 +31,8 @@ def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tup
         engine="vllm", engine_version=entry["version"], gpu=gpu.id,
         dtype=entry.get("dtype", "auto"), kv_cache_dtype=entry.get("kv_cache_dtype", "auto"),
         block_size=entry.get("block_size"), tensor_parallel_size=tp,
+        pipeline_parallel_size=entry.get("pp", 1), quantization=entry.get("quantization"),
+        chunked_hybrid_kv=entry.get("chunked_hybrid_kv"),
         gpu_memory_utilization=entry["utilization"], max_model_len=entry.get("max_model_len"),
         max_num_seqs=entry.get("max_num_seqs"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
         kv_cache_memory_bytes=kv_cache_memory)
@@ -65,9 +67,15 @@ class Residual:
 
 def from_scratch(entry: dict[str, Any]) -> Residual:
     plan = plan_for(entry)
-    m = plan.memory
+    # the memory line is rank 0's: with pipeline stages, the first stage's
+    m = plan.stage_memories[0] if plan.stage_memories else plan.memory
     return Residual(entry["id"], entry["model"], entry["version"], entry["available_gib"], m.kv_cache_bytes / GiB,
                     m.weights_bytes / GiB, m.activation_bytes / GiB, m.non_torch_bytes / GiB, m.cuda_graph_bytes / GiB)
+
+
+def replayed(entry: dict[str, Any]) -> bool:
+    """Whether the logged memory line is the pool's own (not so where a stage that prints none bounds it)."""
+    return "replay" not in entry
 
 
 def block_band(entry: dict[str, Any]) -> tuple[Plan, Plan]:

@@ -437,3 +437,19 @@ def hybrid_tables() -> tuple[str, str]:
     excluded = [(e["id"], reason) for e in data if (reason := exclusion(e)) is not None]
     return (pool_replay_table([pool_replay(e) for e in data], data),
             residual_table([vllm_from_scratch(e) for e in eligible], excluded))
+
+
+def overall() -> tuple[int, int]:
+    """Every eligible from-scratch prediction in docs/calibration.md, vLLM's dense and MoE set included: how many
+    land within 3% of their log, of how many."""
+    from kvplan import calibration
+
+    errors = [calibration.from_scratch(e).error_percent for e in calibration.entries()]
+    data = [e for e in entries() if exclusion(e) is None]
+    errors += [(vllm_from_scratch(e) if e["engine"] == "vllm" else from_scratch(e)).error_percent for e in data]
+    return sum(abs(error) <= 3 for error in errors), len(errors)
+
+
+def overall_line() -> str:
+    within, total = overall()
+    return f"All engines: {within} of {total} eligible logs within 3% from scratch ({100 * within / total:.1f}%)."

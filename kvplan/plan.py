@@ -123,6 +123,7 @@ class Plan:
     # separate token pools the engine re-splits its profiled tokens into (SGLang's full-attention and
     # sliding-window pools); None: one pool, the layout's
     pools: SplitPools | None = None
+    stage_memories: tuple[Memory, ...] = ()  # every pipeline stage's first rank, in stage order
 
     def to_dict(self) -> dict[str, Any]:
         return {

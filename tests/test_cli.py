@@ -62,25 +62,26 @@ def test_json_fields_are_all_there():
 def test_rtx3090_qwen7b_vllm_numbers():
     # vLLM v0.21+ era constants (kvplan/engines/vllm.py), RTX 3090 CUDA total 25,297,357,373 B:
     #   budget      int(25,297,357,373 x 0.92)                                    = 23,273,568,783
-    #   weights     7,615,616,512 params x 2 B                                    = 15,231,233,024
+    #   weights     7,615,616,512 params x 2 B + the RoPE table of its 131,072 positions x 128 x 2 B
+    #               = 15,231,233,024 + 33,554,432                                 = 15,264,787,456
     #   activation  int(3.79 x min(256, 2048) x 152,064 x 4) + int(0.12 GiB)
     #               = 590,154,301 + 128,849,018 (dense: no moe term)             =    719,003,319
     #   non-torch   int(0.25 GiB), single GPU                                     =    268,435,456
     #   CUDA graphs 28 layers x 18 MiB                                            =    528,482,304
-    #   pool = 23,273,568,783 - 15,231,233,024 - 719,003,319 - 268,435,456 - 528,482,304 = 6,526,414,680
-    #   blocks = 6,526,414,680 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 7,113 -> 113,808 tokens
-    #   32,768-token requests: 7,113 / 2,048 = 3.47
+    #   pool = 23,273,568,783 - 15,264,787,456 - 719,003,319 - 268,435,456 - 528,482,304 = 6,492,860,248
+    #   blocks = 6,492,860,248 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 7,076 -> 113,216 tokens
+    #   32,768-token requests: 7,076 / 2,048 = 3.46
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
     memory = plan["memory"]
     assert memory["budget_bytes"] == 23_273_568_783
-    assert memory["weights_bytes"] == 15_231_233_024
+    assert memory["weights_bytes"] == 15_264_787_456
     assert memory["activation_bytes"] == 719_003_319
     assert memory["non_torch_bytes"] == 268_435_456
     assert memory["cuda_graph_bytes"] == 528_482_304
-    assert memory["kv_cache_bytes"] == 6_526_414_680
+    assert memory["kv_cache_bytes"] == 6_492_860_248
     assert plan["kv"]["block_bytes"] == 917_504
-    assert plan["capacity"]["num_blocks"] == 7_113 and plan["capacity"]["tokens"] == 113_808
-    assert plan["capacity"]["max_concurrency"] == 3.47
+    assert plan["capacity"]["num_blocks"] == 7_076 and plan["capacity"]["tokens"] == 113_216
+    assert plan["capacity"]["max_concurrency"] == 3.46
     assert result.returncode == 0 and plan["capacity"]["fits"]
 
 

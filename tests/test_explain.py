@@ -145,6 +145,23 @@ def test_tp2_log_reads_both_ranks():
     assert run.ranks_that_differ() == []
 
 
+def test_pipeline_log_is_reconciled_stage_by_stage():
+    # llm-d-planner's v0.19 Llama-3.1-8B at PP 2 (calibration L10): rank 0 (the first stage) prints 66.54 GiB
+    # available, "torch peak memory increase: 1.1GiB; non-torch forward increase memory: 0.07GiB"; the last stage
+    # (its "Free memory on device" line: 7.51 GiB weights, 2.01 activation, 0.07 non-torch of 75.23, leaving the
+    # 65.63 GiB kvplan reads from it) bounds the pool at 67,207 blocks
+    # = 1,075,312 tokens. kvplan's terms are its first stage's: the 0.07 GiB pipeline figure, no sampler (0.96 GiB).
+    result = explain(text("llama-3.1-8b-h100-pp2-v0.19.log"), "llama-3.1-8b-h100-pp2-v0.19.log")
+    assert result.run.flag("pipeline_parallel_size") == 2
+    assert result.replay_matches is True and result.exit_code == 0
+    assert any("smallest KV cache memory a rank printed, 65.63 GiB" in note for note in result.notes)
+    rows = {row.term: row for row in result.terms}
+    assert rows["non_torch"].logged_bytes == gib(0.07) and rows["non_torch"].kvplan_bytes == int(0.07 * GiB)
+    assert rows["activation"].logged_bytes == gib(1.10)
+    assert rows["activation"].kvplan_bytes is not None and rows["activation"].kvplan_bytes < gib(1.10)
+    assert rows["kv_cache"].kvplan_bytes is not None and abs(rows["kv_cache"].kvplan_bytes - gib(66.54)) < gib(0.2)
+
+
 def test_ranks_that_differ_are_noted_and_parallelism_is_read_from_prefixes():
     # Y12: TP0 "Free memory on device (30.27/31.4 GiB)", "kv cache memory in use is 12.26 GiB"; TP1 30.5 and 12.24.
     run = read_log(text("qwen3.8-27b-two-ranks-y12.log"))

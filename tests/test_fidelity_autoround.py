@@ -16,6 +16,8 @@ from kvplan.plan import GpuChoice
 # Llama-3.1-8B (bundled config): 8,030,261,248 parameters, of which embeddings and lm_head 128,256 x 4,096 =
 # 525,336,576 each, kept 16-bit; the 32 decoder layers hold the other 6,979,588,096.
 DECODER, EMBEDDING = 6_979_588_096, 525_336_576
+# vLLM builds its RoPE cos/sin table beside the weights: 131,072 positions x 128 x 2 B
+ROPE = 33_554_432
 
 
 def test_auto_round_flag_is_four_bit_with_128_groups():
@@ -23,7 +25,7 @@ def test_auto_round_flag_is_four_bit_with_128_groups():
     # 6,979,588,096 x 20 // 1,024 = 136,320,080 B -> 3,626,114,128 B, 113,316,066 B per layer (floor) x 32 =
     # 3,626,114,112 B; + 2 x 525,336,576 x 2 B = 2,101,346,304 B -> 5,727,460,416 B (16-bit: 16,060,522,496 B).
     plan = api.estimate("meta-llama/Llama-3.1-8B", gpu="h100", max_model_len=8192, quantization="auto_round")
-    assert plan.memory.weights_bytes == 5_727_460_416
+    assert plan.memory.weights_bytes == 5_727_460_416 + ROPE
 
 
 @pytest.mark.parametrize("config, weights", [
@@ -39,4 +41,4 @@ def test_auto_round_checkpoint_uses_its_bits_and_group_size(config, weights):
     h100 = find_gpu("h100")
     choice = GpuChoice(h100.id, h100.name, h100.memory_bytes, 1, h100.compute_capability, h100.fp8)
     plan = estimate(spec, Deployment(gpu="h100", max_model_len=8192), choice)
-    assert plan.memory.weights_bytes == weights
+    assert plan.memory.weights_bytes == weights + ROPE

@@ -129,8 +129,9 @@ def test_vllm_slices_the_experts_over_tensor_parallel_ranks_before_padding():
     # of 2 x) + 2,880 x 1,472 / 2 = 6,359,040 B; scales 2,944 x 90 + 2,880 x 46 = 397,440; fp32 biases
     # (2,944 + 2,880) x 4 = 23,296; scale copies 3,072 x 90 + 3,072 x 46 = 417,792: 7,197,568 B, two slices
     # 14,395,136 B per expert against 14,060,160 unsliced. So a rank at TP 2 holds half of TP 1's weights plus
-    # 768 x (14,395,136 - 14,060,160) / 2 = 128,630,784 B.
+    # 768 x (14,395,136 - 14,060,160) / 2 = 128,630,784 B; and each rank holds the whole RoPE table, which
+    # gpt_oss.py builds in float32: 131,072 positions (4,096 x yarn factor 32) x 64 x 4 B = 33,554,432 B.
     from kvplan.api import estimate
     one = estimate("openai/gpt-oss-20b", gpu="h100").memory.weights_bytes
     two = estimate("openai/gpt-oss-20b", gpu="h100", tensor_parallel_size=2).memory.weights_bytes
-    assert 2 * two - one == 2 * 128_630_784
+    assert 2 * two - one == 2 * 128_630_784 + 33_554_432

@@ -270,7 +270,7 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     return Plan(model=spec, gpu=gpu, tensor_parallel=tp, pipeline_parallel=dep.pipeline_parallel_size,
                 data_parallel=dep.data_parallel_size,
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
-                capacity=capacity, limiting_stage=limiting, error=error, pools=split,
+                capacity=capacity, limiting_stage=limiting, error=error, pools=split, stage_memories=tuple(memories),
                 notes=tuple(dict.fromkeys(notes + list(spec.notes))))
 
 

@@ -51,13 +51,15 @@ class Era:
     moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
     fixed_bytes: int
     non_torch_single: int
-    non_torch_multi: int
+    non_torch_multi: int  # tensor parallel (with or without pipeline stages)
     subtracts_cuda_graphs: bool
     default_utilization: float
     # The peak is the larger of the dummy forward's transients and the sampler's, not their sum: profile_run
     # (v1/worker/gpu_model_runner.py) frees the forward's intermediates before _dummy_sampler_run; the MoE
     # workspaces stay allocated across both (they are reused, not freed).
     peak_of_larger: bool = False
+    # pipeline stages on one GPU each (TP 1); None: as non_torch_multi
+    non_torch_pipeline: int | None = None
 
 
 ERAS = (
@@ -65,26 +67,29 @@ ERAS = (
     ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
     ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
                  int(0.55 * GiB), False, 0.9)),
-    # Non-torch at TP or PP > 1 from v0.17: 2.1 GiB is the llm-d-planner v0.19 H100 sweep's TP >= 2 figure
-    # (github.com/llm-d-incubation/llm-d-planner, accuracy report), the only cited multi-GPU figure; v0.21+ keeps
-    # it. What vLLM counts (utils/mem_utils.py memory_profiling): what is allocated outside torch after the
-    # worker's init snapshot, which gpu_worker.init_device takes after init_worker_distributed_environment (by
-    # v0.11 already): what the communicators allocate at start-up is not charged (it comes out of the 1 -
-    # utilization margin), only what grows later. No consumer-card log prints it apart (engine-calibration Y12
-    # gives weights and non-torch as one figure), so no PCIe figure replaces llm-d's.
+    # Non-torch at TP > 1 from v0.17: 2.1 GiB, as the llm-d-planner v0.19 H100 sweep's logs print it ("non-torch
+    # forward increase memory", data/vllm_calibration.yaml L02-L03, L12-L14, L16-L18, L20-L21: 2.06-2.21 GiB at
+    # TP 2 and 4, on NVLink H100s); v0.21+ keeps it. What vLLM counts (utils/mem_utils.py memory_profiling): what
+    # is allocated outside torch after the worker's init snapshot, which gpu_worker.init_device takes after
+    # init_worker_distributed_environment (by v0.11 already): what the communicators allocate at start-up is not
+    # charged (it comes out of the 1 - utilization margin), only what grows later. No consumer-card log prints it
+    # apart (engine-calibration Y12 gives weights and non-torch as one figure), so no PCIe figure replaces it.
     # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
     # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
     # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
     # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
+    # Pipeline stages alone (TP 1) grow 0.07 GiB outside torch, not TP's figure: both llm-d-planner v0.19 PP logs
+    # print "non-torch forward increase memory: 0.07GiB" on every stage (L10, L11: Llama-3.1-8B at PP 2 and 4).
     ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
-                  int(2.1 * GiB), False, 0.9, peak_of_larger=True)),
+                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     # v0.21+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 ("default since v0.21.0", gpu_worker.py; opt-in
     # since PR #30515), and determine_available_memory subtracts the estimate from the budget. The "consumed
     # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
     # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
     # is the graphs' actual pool, captured after the KV cache and not subtracted.
     ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
-                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True)),
+                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True,
+                  non_torch_pipeline=int(0.07 * GiB))),
 )
 # The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): per graph mode, the
 # first capture plus (graphs - 1) x the second capture's memory. 18 MiB per decoder layer at 51 sizes: the v0.19
@@ -256,6 +261,14 @@ def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, int], max_model
     return tier.seqs, tier.tokens[entrypoint]
 
 
+def rope_cache_bytes(target: Target) -> int:
+    """The RoPE cos/sin tables every rank builds with the model (layers/rotary_embedding/base.py: a buffer of
+    positions x rotary_dim in the model dtype, one per distinct RoPE, as get_rope caches them): "Model loading
+    took" counts them with the weights."""
+    dtype, _ = common.model_dtype(target.spec, target.deployment, target.gpu)
+    return sum(table.values() * (4 if table.float32 else dtype_bytes(dtype)) for table in target.spec.rope_tables)
+
+
 class Vllm:
     name = "vllm"
     label = "vLLM"
@@ -304,10 +317,16 @@ class Vllm:
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
+        if dep.weights_memory_bytes is None:
+            weights_bytes += rope_cache_bytes(target)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
                                settings.max_num_batched_tokens or settings.max_model_len)
-        non_torch = era.non_torch_multi if tp * pp > 1 else era.non_torch_single
+        non_torch = era.non_torch_single
+        if tp > 1:
+            non_torch = era.non_torch_multi
+        elif pp > 1:
+            non_torch = era.non_torch_multi if era.non_torch_pipeline is None else era.non_torch_pipeline
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
         graphs = 0
@@ -326,6 +345,10 @@ class Vllm:
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        rope = rope_cache_bytes(target)
+        if rope >= MiB and target.deployment.weights_memory_bytes is None:
+            tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)
+            notes.append(f"weights include the RoPE cos/sin cache: {tables} values = {rope / MiB:,.0f} MiB per rank")
         if settings.auto_kv_cache_dtype and target.deployment.kv_cache_dtype == "auto":
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")

@@ -341,9 +341,11 @@ def checks(run: LoggedRun, low: Plan, high: Plan, scratch: Plan | None, notes: l
 
 def terms(run: LoggedRun, scratch: Plan | None, dep: Deployment) -> list[Term]:
     graphs_counted = _graphs_in_budget(run, dep)
+    # the log's first reading is the first rank's, so of the first pipeline stage
+    memory = (scratch.stage_memories[0] if scratch.stage_memories else scratch.memory) if scratch else None
     rows = []
     for term, name, sign in TERMS:
-        predicted = getattr(scratch.memory, name) if scratch else None
+        predicted = getattr(memory, name) if memory else None
         rows.append(Term(term, run.first("memory", name), predicted, sign,
                          in_budget=graphs_counted if term == "cuda_graphs" else True))
     return rows

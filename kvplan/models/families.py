@@ -26,6 +26,9 @@ class Family:
     rope_scaling_extends_context: bool = True
     expert_score_bias: bool = False  # the router keeps an e_score_correction_bias whatever topk_method says
     parallel_mixers: bool = False  # every decoder layer runs attention and a Mamba mixer side by side
+    rotary: bool = True  # attention positions by RoPE (not learned rows, ALiBi or none)
+    local_rope_base: bool = False  # sliding layers rotate with a base of their own (a second RoPE table)
+    rope_float32: bool = False  # the model file builds its RoPE table in float32 (vLLM gpt_oss.py)
     # The parameter count of this family was checked to the parameter against a published count.
     exact: bool = False
 
@@ -46,32 +49,32 @@ FAMILIES: dict[str, Family] = {
     "qwen3_5_text": Family(qk_norm=True),
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
     # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
-    "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True),
+    "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True, rotary=False),
     "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192, exact=True),
     "gemma2": Family(tied_default=True, norms_per_layer=4, sliding_pattern=2, exact=True),
     "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True, sliding_pattern=6,
                           vocab_default=262208, max_position_default=131072,
-                          rope_scaling_extends_context=False, exact=True),
+                          rope_scaling_extends_context=False, local_rope_base=True, exact=True),
     "phi3": Family(exact=True),
     "phi": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
                   norms_per_layer=1, lm_head_bias=True, exact=True),
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
-    "gpt_oss": Family(qkv_bias=True, o_bias=True, mlp_bias=True, attention_sinks=True),
+    "gpt_oss": Family(qkv_bias=True, o_bias=True, mlp_bias=True, attention_sinks=True, rope_float32=True),
     "llama4_text": Family(),
     "falcon": FALCON,
     "RefinedWebModel": FALCON,
     "RefinedWeb": FALCON,
     "gpt2": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
-                   tied_default=True, position_rows_extra=0, exact=True),
+                   tied_default=True, position_rows_extra=0, rotary=False, exact=True),
     "opt": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
-                  tied_default=True, position_rows_extra=2),
+                  tied_default=True, position_rows_extra=2, rotary=False),
     "bloom": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
-                    tied_default=True, embedding_norm=True, exact=True),
-    "mpt": Family(gated_mlp=False, layer_norm=True, tied_default=True, exact=True),
+                    tied_default=True, embedding_norm=True, rotary=False, exact=True),
+    "mpt": Family(gated_mlp=False, layer_norm=True, tied_default=True, rotary=False, exact=True),
     "gpt_neox": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True),
-    "mamba": Family(tied_default=True),
-    "jamba": Family(exact=True),
+    "mamba": Family(tied_default=True, rotary=False),
+    "jamba": Family(rotary=False, exact=True),  # vLLM jamba.py: its attention layers carry no positions
     # vLLM falcon_h1.py: every decoder layer is a FalconH1ParallelHybrid (attention and MambaMixer2 beside each
     # other, then a gated SiLU MLP, an RMSNorm before each of the two); no bias in attention or MLP.
     "falcon_h1": Family(parallel_mixers=True),

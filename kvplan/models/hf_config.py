@@ -26,6 +26,7 @@ from kvplan.models.layers import (
     StateOnly,
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
+from kvplan.models.rope import rope_tables
 from kvplan.units import DTYPE_BYTES, canonical_dtype, dtype_bytes
 
 MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; anything this large is not one
@@ -117,6 +118,8 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
         intermediate_size=intermediate, tie_word_embeddings=tie, dtype=dtype, max_context=max_context,
         layers=layers, params=params, moe=moe, quantization=quant,
         mtp_layers=lm.optional_int(("num_nextn_predict_layers", "mtp_num_hidden_layers"), minimum=0) or 0,
+        rope_tables=rope_tables(lm, family, max((layer.head_dim for layer in layers if layer.holds_kv), default=0),
+                                any(layer.drops_old_tokens for layer in layers)),
         notes=tuple(notes),
     )
 

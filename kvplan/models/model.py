@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvplan.models.layers import Layer
+from kvplan.models.rope import RopeTable
 
 
 @dataclass(eq=False)
@@ -86,6 +87,7 @@ class ModelSpec:
     quantization: Quantization | None = None
     mtp_layers: int = 0  # multi-token-prediction layers shipped with the checkpoint (speculative drafts)
     stored_weight_bytes: int | None = None  # from the Hub's safetensors headers, for quantized checkpoints
+    rope_tables: tuple[RopeTable, ...] = ()  # the cos/sin tables the engine builds beside the weights
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
