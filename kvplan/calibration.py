@@ -73,14 +73,10 @@ def from_scratch(entry: dict[str, Any]) -> Residual:
                     m.weights_bytes / GiB, m.activation_bytes / GiB, m.non_torch_bytes / GiB, m.cuda_graph_bytes / GiB)
 
 
-def replayed(entry: dict[str, Any]) -> bool:
-    """Whether the logged memory line is the pool's own (not so where a stage that prints none bounds it)."""
-    return "replay" not in entry
-
-
 def block_band(entry: dict[str, Any]) -> tuple[Plan, Plan]:
-    """Plans at the two ends of the logged figure's print rounding."""
-    logged = int(entry["available_gib"] * GiB)
+    """Plans at the two ends of the logged figure's print rounding: the pool's (pool_gib, where pipeline stages print
+    different figures and the smallest bounds the pool), else the available memory line."""
+    logged = int(entry.get("pool_gib", entry["available_gib"]) * GiB)
     return plan_for(entry, logged - int(PRINT_HALF_STEP)), plan_for(entry, logged + int(PRINT_HALF_STEP))
 
 

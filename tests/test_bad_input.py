@@ -271,6 +271,18 @@ def test_rope_factor_cannot_scale_past_the_context_limit(tmp_path):
         read_local(path)
 
 
+def test_rope_table_past_any_real_model_is_refused_on_the_command_line(tmp_path):
+    # Gemma 3 keeps rope_scaling out of its context length, but vLLM still builds its RoPE table of
+    # max_position_embeddings x factor: 2^31 x 8 positions is past 4 x 2^31, so the key is named, exit code 2
+    config = fixture_dict("google__gemma-3-27b-it.json")
+    config["text_config"]["max_position_embeddings"] = 2**31
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run_cli(path)
+    assert result.returncode == 2 and "rope_scaling.factor" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
 def test_integer_of_five_thousand_digits(tmp_path):
     # Python's json refuses integers over 4300 digits with a ValueError that is not a JSONDecodeError
     path = tmp_path / "config.json"
@@ -293,9 +305,10 @@ def test_a_flag_value_of_400_digits_is_one_line():
 
 
 def test_weights_larger_than_the_gpu_are_blamed_on_the_weights():
-    # Llama-3.1-70B: 70,553,706,496 parameters x 2 B = 141.1 GB = 131.42 GiB on an RTX 3090 of 23.56 GiB
-    # (data/gpus.json): with --kv-cache-memory given, it is the weights that do not fit, not the KV size.
+    # Llama-3.1-70B: 70,553,706,496 parameters x 2 B + the 131,072 x 128 x 2 B RoPE table = 141,140,967,424 B
+    # = 131.45 GiB on an RTX 3090 of 23.56 GiB (data/gpus.json): with --kv-cache-memory given, it is the weights
+    # that do not fit, not the KV size.
     from kvplan.api import estimate
     plan = estimate("meta-llama/Llama-3.1-70B", gpu="rtx3090", kv_cache_memory_bytes=2**30)
     assert plan.error is not None and plan.error.startswith(
-        "vLLM would fail to load the weights: 131.42 GiB exceed the GPU's 23.56 GiB")
+        "vLLM would fail to load the weights: 131.45 GiB exceed the GPU's 23.56 GiB")

@@ -8,8 +8,7 @@ from kvplan import calibration
 from kvplan.units import GiB
 
 ENTRIES = calibration.entries()
-REPLAYED = [e for e in ENTRIES if calibration.replayed(e)]
-WITH_TOKENS = [e for e in REPLAYED if "tokens" in e or "blocks" in e]
+WITH_TOKENS = [e for e in ENTRIES if "tokens" in e or "blocks" in e]
 
 
 @pytest.mark.parametrize("entry", WITH_TOKENS, ids=[e["id"] for e in WITH_TOKENS])
@@ -24,8 +23,8 @@ def test_tokens_match_to_the_block_given_logged_memory(entry):
     assert high.capacity.num_blocks - low.capacity.num_blocks <= 0.01 * GiB // low.layout.block_bytes + 1
 
 
-@pytest.mark.parametrize("entry", [e for e in REPLAYED if "concurrency" in e],
-                         ids=[e["id"] for e in REPLAYED if "concurrency" in e])
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if "concurrency" in e],
+                         ids=[e["id"] for e in ENTRIES if "concurrency" in e])
 def test_concurrency_matches_log(entry):
     low, high = calibration.block_band(entry)
     assert low.capacity.max_concurrency - 0.01 <= entry["concurrency"] <= high.capacity.max_concurrency + 0.01
@@ -67,30 +66,34 @@ def test_from_scratch_residual_table_matches_docs():
     assert table in docs
 
 
-WITH_WEIGHTS = [e for e in ENTRIES if "weights_gib" in e]
 # L17 (gpt-oss-20b, TP 2): kvplan's MXFP4 layout at TP 2 gives 6.85 GiB against the logged 7.01 (docs/calibration.md)
-WEIGHTS_GAP = {"L17": -2.2}
+WEIGHTS_GAPS = {"L17": "the MXFP4 experts' layout at TP 2 in v0.19 is not re-read: 6.85 GiB against 7.01"}
+WITH_WEIGHTS = [pytest.param(e, id=e["id"], marks=[pytest.mark.xfail(strict=True, reason=WEIGHTS_GAPS[e["id"]])]
+                             if e["id"] in WEIGHTS_GAPS else []) for e in ENTRIES if "weights_gib" in e]
 
 
-@pytest.mark.parametrize("entry", WITH_WEIGHTS, ids=[e["id"] for e in WITH_WEIGHTS])
+@pytest.mark.parametrize("entry", WITH_WEIGHTS)
 def test_weights_match_the_model_loading_line(entry):
-    # "Model loading took X GiB" (rank 0, first stage): parameters as stored plus the RoPE tables; Llama-4-Scout
-    # (L14) is 50.56 GiB without its 2.5 GiB table and 53.06 with it, against 53.12 logged
+    # "Model loading took X GiB" (rank 0, first stage): parameters as stored plus the RoPE tables, within 1%;
+    # Llama-4-Scout (L14) is 50.56 GiB without its 2.5 GiB table and 53.06 with it, against 53.12 logged
     plan = calibration.plan_for(entry)
     weights = plan.stage_memories[0].weights_bytes / GiB
-    error = 100 * (weights - entry["weights_gib"]) / entry["weights_gib"]
-    assert error == pytest.approx(WEIGHTS_GAP.get(entry["id"], 0.0), abs=1.0)
+    assert abs(weights - entry["weights_gib"]) <= 0.01 * entry["weights_gib"]
 
 
 def test_pipeline_stages_budget_apart():
     # L10, Llama-3.1-8B at PP 2 (v0.19): both stages print "non-torch forward increase memory: 0.07GiB"; rank 0
     # prints 66.54 GiB, and the last stage, with the sampler (logged torch peak 2.01 GiB against stage 0's 1.10),
     # bounds the pool: 1,075,312 tokens = 67,207 blocks of 16 layers x 2 x 8 x 128 x 16 x 2 B = 1 MiB, 65.63 GiB.
+    # kvplan's v0.17+ activation: the dummy forward over 8,192 tokens, 8,192 x (3 x 4,096 + 3 x 14,336) x 2 B =
+    # 905,969,664 B, on every stage; the sampler, int(3.79 x 1,024 x 128,256 x 4) = 1,991,025,623 B, on the last
+    # only, where it is the larger; each + int(0.12 GiB) = 128,849,018 B
     entry = next(e for e in ENTRIES if e["id"] == "L10")
     plan = calibration.plan_for(entry)
     first, last = plan.stage_memories
     assert first.non_torch_bytes == last.non_torch_bytes == int(0.07 * GiB)
-    assert plan.limiting_stage == 1 and last.activation_bytes > first.activation_bytes
+    assert (first.activation_bytes, last.activation_bytes) == (1_034_818_682, 2_119_874_641)
+    assert plan.limiting_stage == 1
     assert plan.layout.block_bytes == 2**20
     assert abs(plan.capacity.tokens - entry["tokens"]) / entry["tokens"] < 0.001
     assert abs(last.kv_cache_bytes / GiB - 67_207 / 1024) < 0.05

@@ -68,6 +68,16 @@ def test_mla_models_get_the_mla_backends_block_size():
     assert [vllm.default_block_size(gqa, major, new) for major in (8, 9, 10)] == [16, 16, 16]
 
 
+def test_the_blackwell_mla_block_size_says_no_log_checks_it():
+    # SM 10.x: FlashInfer MLA's 32 (v0.18+) and CUTLASS MLA's 128 come from vLLM's source alone; a size the user
+    # gives, or another GPU, needs no such note
+    from kvplan.api import estimate
+    said = "no startup log checks it"
+    assert any(said in note for note in estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="b200").notes)
+    assert not any(said in note for note in estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="b200", block_size=64).notes)
+    assert not any(said in note for note in estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="h200").notes)
+
+
 def test_only_chunked_local_attention_turns_the_hybrid_manager_off():
     # Llama 4 Scout's chunked layers (attention_chunk_size 8192) turn vLLM's hybrid KV cache manager off unless
     # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1; Gemma 2's sliding window (it also drops old tokens)

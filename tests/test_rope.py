@@ -98,3 +98,48 @@ def test_vllm_weights_include_the_tables_on_every_rank():
     # floor of each of the 42 layers' share drops)
     extra = plain.memory.weights_bytes - resolve("google/gemma-2-9b-it").params.total * 2
     assert 0 <= 8192 * 256 * 2 - extra < 42
+
+
+def test_identical_layer_types_share_one_table_and_absent_types_make_none():
+    # get_rope keeps one table per distinct RoPE: two equal per-type entries are one table; a sliding entry in a
+    # model without sliding layers builds nothing
+    same = {"rope_type": "default", "rope_theta": 1e4}
+    fields = ConfigFields({"max_position_embeddings": 4096, "rope_parameters": {
+        "full_attention": same, "sliding_attention": dict(same)}}, "config.json")
+    assert rope_tables(fields, family_of("gemma3_text"), 128, True) == (RopeTable(4096, 128),)
+    fields = ConfigFields({"max_position_embeddings": 4096, "rope_parameters": {
+        "full_attention": same, "sliding_attention": {"rope_type": "linear", "factor": 2.0}}}, "config.json")
+    assert rope_tables(fields, family_of("llama"), 128, False) == (RopeTable(4096, 128),)
+    # a flat rope_parameters is one RoPE, whatever other objects it holds
+    fields = ConfigFields({"max_position_embeddings": 4096, "rope_parameters": {
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024, "extra": {}}}, "config.json")
+    assert rope_tables(fields, family_of("llama"), 128, False) == (RopeTable(4096, 128, "yarn"),)
+
+
+def test_linear_scaling_with_an_mrope_section_stays_linear():
+    # get_rope builds LinearScalingRotaryEmbedding for rope_type linear, mrope_section or not: 4,096 x 2
+    fields = ConfigFields({"max_position_embeddings": 4096, "rope_scaling": {
+        "rope_type": "linear", "factor": 2.0, "mrope_section": [16, 24, 24]}}, "config.json")
+    assert rope_tables(fields, family_of("qwen2_5_vl"), 128, False) == (RopeTable(8192, 128, "linear"),)
+
+
+def test_a_local_base_in_the_config_gives_sliding_layers_their_own_table():
+    # Gemma 3n-style: rope_local_base_freq differs from rope_theta, so the sliding layers rotate apart; equal bases
+    # share one table
+    own = {"max_position_embeddings": 32768, "rope_theta": 1e6, "rope_local_base_freq": 1e4}
+    assert len(rope_tables(ConfigFields(own, "config.json"), family_of("gemma3n_text"), 256, True)) == 2
+    same = {**own, "rope_local_base_freq": 1e6}
+    assert len(rope_tables(ConfigFields(same, "config.json"), family_of("gemma3n_text"), 256, True)) == 1
+
+
+@pytest.mark.parametrize("config, key", [
+    # 2^31 positions x factor 1,024: beyond any real model
+    ({"max_position_embeddings": 2**31, "rope_scaling": {"rope_type": "linear", "factor": 1024}}, "factor"),
+    ({"max_position_embeddings": 4096, "rotary_dim": 999_999_999}, "rotary_dim"),
+    ({"max_position_embeddings": 4096, "rotary_dim": 256}, "rotary_dim"),  # wider than the 128-wide heads
+    ({"max_position_embeddings": 4096, "rope_parameters": {"full_attention": {}, "sliding_attention": 5}},
+     "sliding_attention"),
+])
+def test_absurd_rope_values_are_refused_naming_the_key(config, key):
+    with pytest.raises(KvplanError, match=key):
+        rope_tables(ConfigFields(config, "config.json"), family_of("llama"), 128, True)

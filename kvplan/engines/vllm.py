@@ -61,6 +61,14 @@ class Era:
     # pipeline stages on one GPU each (TP 1); None: as non_torch_multi
     non_torch_pipeline: int | None = None
 
+    def non_torch(self, tp: int, pp: int) -> int:
+        """What grows outside torch during profiling on one rank: one GPU, pipeline stages alone, or TP."""
+        if tp > 1:
+            return self.non_torch_multi
+        if pp > 1:
+            return self.non_torch_multi if self.non_torch_pipeline is None else self.non_torch_pipeline
+        return self.non_torch_single
+
 
 ERAS = (
     # (first version, era)
@@ -315,18 +323,14 @@ class Vllm:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
         era = era_of(settings.version or LATEST)
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
-        if dep.kv_cache_memory_bytes is not None:
-            return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target)
+        if dep.kv_cache_memory_bytes is not None:
+            return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
                                settings.max_num_batched_tokens or settings.max_model_len)
-        non_torch = era.non_torch_single
-        if tp > 1:
-            non_torch = era.non_torch_multi
-        elif pp > 1:
-            non_torch = era.non_torch_multi if era.non_torch_pipeline is None else era.non_torch_pipeline
+        non_torch = era.non_torch(tp, pp)
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
         graphs = 0
@@ -345,6 +349,11 @@ class Vllm:
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        spec, dep = target.spec, target.deployment
+        if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
+                and any(layer.latent_cache for layer in spec.layers)):
+            notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "
+                         "(FlashInfer MLA from v0.18, CUTLASS MLA before); no startup log checks it")
         rope = rope_cache_bytes(target)
         if rope >= MiB and target.deployment.weights_memory_bytes is None:
             tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)

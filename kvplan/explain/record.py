@@ -3,6 +3,7 @@ which rank printed it, and what could not be read. Sections and field names foll
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +58,11 @@ class LoggedRun:
         table.setdefault(name, []).append(Reading(value, rank, line))
 
     def first(self, section: str, name: str) -> Any:
-        """The figure as first printed (rank 0 usually prints first)."""
+        """The figure as rank 0 printed it (the first pipeline stage's first rank), else as first printed."""
         readings = (self.memory if section == "memory" else self.capacity).get(name)
-        return readings[0].value if readings else None
+        if not readings:
+            return None
+        return next((r.value for r in readings if _rank_zero(r.rank)), readings[0].value)
 
     def flag(self, name: str) -> Any:
         reading = self.flags.get(name)
@@ -88,3 +91,10 @@ class LoggedRun:
             "capacity": {name: self.first("capacity", name) for name in CAPACITY_FIELDS},
             "notes": list(self.notes),
         }
+
+
+def _rank_zero(rank: str | None) -> bool:
+    """Whether a process prefix names rank 0 of every parallel dimension it names (Worker_PP0, Worker_TP0)."""
+    indices = re.findall(r"(?:PP|TP|DP)(\d+)", rank or "")
+    return bool(indices) and all(index == "0" for index in indices)
+

@@ -25,7 +25,7 @@ _LIMITS: dict[tuple[str, ...], int] = {
     ("num_attention_heads", "n_head", "n_heads", "n_head_kv", "num_kv_heads", "num_key_value_heads",
      "multi_query_group_num", "kv_n_heads"): 8192,
     ("head_dim", "attention_head_dim", "hidden_size_per_head", "qk_rope_head_dim", "qk_nope_head_dim",
-     "v_head_dim", "kv_lora_rank", "q_lora_rank", "state_size", "mamba_d_state", "ssm_state_size"): 65536,
+     "v_head_dim", "kv_lora_rank", "q_lora_rank", "state_size", "mamba_d_state", "ssm_state_size", "rotary_dim"): 65536,
     ("num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
      "moe_topk", "n_shared_experts"): 65536,
     ("vocab_size", "pad_vocab_size_multiple"): 10**8,

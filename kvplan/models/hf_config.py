@@ -404,11 +404,13 @@ def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:
             return family.max_position_default, None
         return DEFAULT_MAX_LEN, f"config names no maximum length; vLLM falls back to {DEFAULT_MAX_LEN}"
     length = min(lengths)
-    rope = lm.mapping("rope_scaling")
+    # transformers v5 moves rope_scaling into rope_parameters (one flat mapping, or one per layer type)
+    rope = lm.mapping("rope_scaling") or lm.mapping("rope_parameters")
     if rope and family.rope_scaling_extends_context:
         rope_type = rope.get("rope_type") or rope.get("type")
         if rope_type not in ROPE_TYPES_KEEPING_LENGTH and isinstance(rope.get("factor"), (int, float)):
-            scaled = ConfigFields(rope, lm.where, (*lm.path, "rope_scaling"))
+            scaled = ConfigFields(rope, lm.where, (*lm.path, "rope_scaling" if lm.has("rope_scaling")
+                                                      else "rope_parameters"))
             factor = scaled.number("factor") or 1.0
             if rope_type == "yarn":
                 length = scaled.integer("original_max_position_embeddings", length)

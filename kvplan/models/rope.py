@@ -3,13 +3,18 @@ of (positions x rotary width) values that the engine builds when the model is cr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvplan.models.families import Family
-from kvplan.models.fields import ConfigFields
+from kvplan.models.fields import MAX_CONTEXT, ConfigFields
 
 # vLLM's model files read config.max_position_embeddings with 8192 where the config has none (llama.py, falcon.py).
 DEFAULT_POSITIONS = 8192
+# the layer types transformers v5 keys a per-type rope_parameters by
+LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
+# M-RoPE's table is 4 x its length (below): a table past this is no real model's
+MAX_POSITIONS = 4 * MAX_CONTEXT
 
 
 @dataclass(frozen=True)
@@ -25,26 +30,56 @@ class RopeTable:
         return self.positions * self.rotary_dim
 
 
-def _positions(scaling: ConfigFields | None, max_position: int, original_default: int) -> tuple[str, int]:
-    """Rows of the cache by scaling type, as vLLM's rotary classes size them (layers/rotary_embedding/)."""
+# Rows of the table by scaling type, as vLLM's rotary classes size them (layers/rotary_embedding/), from
+# (max_position_embeddings, the pre-training length, the factor).
+ROWS: dict[str, Callable[[int, int, float], int]] = {
+    # LinearScaling / DynamicNTKScaling reach max_position x factor
+    "linear": lambda longest, original, factor: int(longest * factor),
+    "dynamic": lambda longest, original, factor: int(longest * factor),
+    # YaRN and DeepSeek's YaRN build from the pre-training length
+    "yarn": lambda longest, original, factor: int(original * factor),
+    "deepseek_yarn": lambda longest, original, factor: int(original * factor),
+    "deepseek_llama_scaling": lambda longest, original, factor: int(original * factor),
+    # Phi-3 LongRoPE stacks the short table (pre-training length) on the long one
+    "longrope": lambda longest, original, factor: original + longest,
+    "su": lambda longest, original, factor: original + longest,
+}
+# M-RoPE (MRotaryEmbedding, mrope.py) is what get_rope builds for these types with an mrope_section, 4 x the length
+# for multimodal positions (video frames)
+MROPE_TYPES = ("default", "mrope", "yarn")
+
+
+def _table(scaling: ConfigFields | None, longest: int, original: int, rotary_dim: int,
+           float32: bool) -> RopeTable:
     if scaling is None:
-        return "default", max_position
+        return RopeTable(longest, rotary_dim, "default", float32)
     kind = scaling.text(("rope_type", "type")) or "default"
     factor = scaling.number("factor") or 1.0
-    original = scaling.integer("original_max_position_embeddings", original_default)
-    if kind == "mrope" or scaling.has("mrope_section"):
-        # MRotaryEmbedding (mrope.py) enlarges its table 4 x for multimodal positions (video frames)
-        return "mrope", 4 * (int(original * factor) if kind == "yarn" else max_position)
-    if kind in ("linear", "dynamic") and not scaling.has("alpha"):
-        # LinearScaling / DynamicNTKScaling: the table reaches max_position x factor
-        return kind, int(max_position * factor)
-    if kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling"):
-        # YaRN and DeepSeek's YaRN build from the pre-training length: original x factor
-        return kind, int(original * factor)
-    if kind in ("longrope", "su"):
-        # Phi-3 LongRoPE keeps the short table (original length) and the long one (max_position) stacked
-        return kind, original + max_position
-    return kind, max_position  # default, llama3, mrope, ntk, dynamic alpha
+    original = scaling.integer("original_max_position_embeddings", original)
+    if kind == "dynamic" and scaling.has("alpha"):  # DynamicNTKAlpha keeps max_position
+        kind = "dynamic_alpha"
+    rows = ROWS.get(kind, lambda longest, original, factor: longest)(longest, original, factor)
+    if kind in MROPE_TYPES and (kind == "mrope" or scaling.has("mrope_section")):
+        kind, rows = "mrope", 4 * rows
+    if rows > MAX_POSITIONS:
+        raise scaling.fail("factor" if scaling.has("factor") else "rope_type",
+                           f"gives a RoPE table of {rows:,} positions, beyond any real model")
+    return RopeTable(rows, rotary_dim, kind, float32)
+
+
+def _per_layer_type(parameters: ConfigFields | None, has_sliding: bool) -> list[ConfigFields]:
+    """transformers v5's one RoPE per layer type (Gemma 3: full and sliding attention), for the types present."""
+    if parameters is None or not any(key in LAYER_TYPES for key in parameters.data):
+        return []
+    found: list[ConfigFields] = []
+    for key in LAYER_TYPES:
+        if key not in parameters.data or (key == "sliding_attention" and not has_sliding):
+            continue
+        fields = parameters.nested(key)
+        # get_rope keeps one table per distinct RoPE (_ROPE_DICT): identical entries share it
+        if fields is not None and all(fields.data != seen.data for seen in found):
+            found.append(fields)
+    return found
 
 
 def rope_tables(lm: ConfigFields, family: Family, head_dim: int, has_sliding: bool) -> tuple[RopeTable, ...]:
@@ -52,21 +87,27 @@ def rope_tables(lm: ConfigFields, family: Family, head_dim: int, has_sliding: bo
     if not family.rotary or lm.flag("alibi", False) or head_dim == 0:
         return ()
     parameters = lm.nested("rope_parameters")
-    per_type = [parameters.nested(key) for key, value in parameters.data.items()
-                if isinstance(value, dict)] if parameters else []
     partial = (lm.number("partial_rotary_factor") or (parameters.number("partial_rotary_factor") if parameters
                                                      else None) or lm.number("rotary_pct") or 1.0)
     if partial > 1:
         raise lm.fail("partial_rotary_factor", f"({partial:g}) must be at most 1")
-    rotary_dim = lm.optional_int(("qk_rope_head_dim", "rotary_dim")) or int(head_dim * partial)
-    max_position = lm.optional_int("max_position_embeddings") or family.max_position_default or DEFAULT_POSITIONS
+    explicit = lm.optional_int("rotary_dim")
+    if explicit and explicit > head_dim:
+        raise lm.fail("rotary_dim", f"({explicit}) is wider than the {head_dim}-wide attention heads")
+    rotary_dim = lm.optional_int("qk_rope_head_dim") or explicit or int(head_dim * partial)
+    longest = lm.optional_int("max_position_embeddings") or family.max_position_default or DEFAULT_POSITIONS
     # Phi-3.5 keeps the pre-training length beside rope_scaling, not in it
-    original = lm.optional_int("original_max_position_embeddings") or max_position
-    if per_type:  # transformers v5 nests one RoPE per layer type (Gemma 3: full and sliding attention)
-        kinds = [_positions(fields, max_position, original) for fields in per_type]
+    original = lm.optional_int("original_max_position_embeddings") or longest
+    float32 = family.rope_float32
+    per_type = _per_layer_type(parameters, has_sliding)
+    if per_type:
+        tables = [_table(fields, longest, original, rotary_dim, float32) for fields in per_type]
     else:
-        kinds = [_positions(lm.nested("rope_scaling") or parameters, max_position, original)]
-        if family.local_rope_base and has_sliding:
-            # sliding layers rotate with their own base (Gemma 3's rope_local_base_freq), unscaled: a second table
-            kinds.append(("default", max_position))
-    return tuple(RopeTable(positions, rotary_dim, kind, family.rope_float32) for kind, positions in kinds)
+        tables = [_table(lm.nested("rope_scaling") or parameters, longest, original, rotary_dim, float32)]
+        # sliding layers that rotate with a base of their own (Gemma 3's rope_local_base_freq) keep a second,
+        # unscaled table; transformers' Gemma3TextConfig gives them 10,000 against rope_theta 1,000,000
+        local = lm.number("rope_local_base_freq")
+        own_base = local != lm.number("rope_theta") if local is not None else family.local_rope_base
+        if own_base and has_sliding:
+            tables.append(RopeTable(longest, rotary_dim, "default", float32))
+    return tuple(tables)
