@@ -14,33 +14,40 @@ BY_ID = {entry["id"]: entry for entry in calibration.entries()}
 
 @pytest.mark.parametrize("seqs, batched, spec, sizes", [
     # vLLM's default list (config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then every 8 below 256, every 16 from 256,
-    # up to min(max_num_seqs x (1 + speculative tokens) x 2, 512, max_num_batched_tokens).
-    (1024, 8192, 0, 51),  # up to 512: 3 + 31 (8..248) + 17 (256..512): the v0.19 H100 logs' capture count
-    (8, 8192, 0, 5),  # up to 16: 1, 2, 4, 8, 16
-    (2, 8192, 0, 3),  # up to 4: 1, 2, 4 (engine-calibration Y06: max_num_seqs 2, no drafter)
-    (1024, 256, 0, 35),  # capped by 256 batched tokens: 3 + 31 + 1
-    # MTP 3 (Y02, Y03): up to 2 x 4 x 2 = 16, each size rounded up to a multiple of 4: {4, 8, 16}
-    (2, 8192, 3, 3),
+    # up to min(max_num_seqs x (1 + speculative tokens) x 2, 512, max_num_batched_tokens), all captured PIECEWISE;
+    # FULL captures the uniform-decode ones, up to max_num_seqs x (1 + speculative tokens)
+    (1024, 8192, 0, (51, 51)),  # up to 512: 3 + 31 (8..248) + 17 (256..512): the v0.19 H100 logs' "PIECEWISE=51,
+    # FULL=51"
+    (8, 8192, 0, (5, 4)),  # up to 16: 1, 2, 4, 8, 16; FULL up to 8
+    (2, 8192, 0, (3, 2)),  # up to 4: 1, 2, 4; FULL 1, 2 (engine-calibration Y06: max_num_seqs 2, no drafter)
+    (1024, 256, 0, (35, 35)),  # capped by 256 batched tokens: 3 + 31 + 1
+    (256, 2048, 0, (51, 35)),  # vLLM's default below 70 GiB: PIECEWISE up to 512, FULL up to 256 (3 + 31 + 1)
+    # MTP 3 (Y02, Y03): up to 2 x 4 x 2 = 16, each size rounded up to a multiple of 4: {4, 8, 16}; FULL up to 8
+    (2, 8192, 3, (3, 2)),
     # vLLM issue #32324: max_num_seqs 40 and 3 speculative tokens give a largest size of 320: 3 + 31 + 5 sizes, and
-    # rounding to multiples of 4 folds 1, 2 and 4 into one
-    (40, 8192, 3, 37),
+    # rounding to multiples of 4 folds 1, 2 and 4 into one; FULL up to 160: 4 and 8..160 (20)
+    (40, 8192, 3, (37, 21)),
 ])
 def test_capture_sizes_follow_vllms_default_list(seqs, batched, spec, sizes):
     assert cuda_graph_sizes(seqs, batched, spec) == sizes
 
 
-def test_the_estimate_is_a_first_capture_plus_a_part_per_size():
-    # Y02 (vLLM 0.24 inferred, 2 x RTX 3090, max_num_seqs 2, MTP 3): 3 sizes, 64 decoder layers on the rank. The
-    # 51-size figure is 18 MiB x 64 = 1,207,959,552 B; split as the PR #30515 log splits it (146 MiB first capture +
-    # 50 x 6 MiB = 446), 3 sizes keep 146 + 2 x 6 = 158 of 446: 1,207,959,552 x 158 // 446 = 427,931,859 B.
+def test_the_estimate_is_one_first_capture_plus_a_part_per_further_size_and_mode():
+    # Y02 (vLLM 0.24 inferred, 2 x RTX 3090, max_num_seqs 2, MTP 3): 3 PIECEWISE sizes and 2 FULL ones, 64 decoder
+    # layers on the rank: 226 MiB + (2 + 1) x 64 x 0.1875 MiB = 226 MiB + 36 MiB = 274,726,912 B.
     memory = calibration.vllm_plan(BY_ID["Y02"]).memory
-    assert memory.cuda_graph_bytes == 427_931_859
+    assert memory.cuda_graph_bytes == 274_726_912
 
 
-def test_the_default_51_sizes_keep_18_mib_per_layer():
-    # The v0.19 H100 logs behind the 18 MiB per layer captured 51 sizes: at those the split gives the whole figure.
+def test_the_default_sizes_give_the_v0_19_logs_figure():
+    # The v0.19 H100 logs (data/vllm_calibration.yaml L09: Llama-3.1-8B, 32 layers, 51 + 51 sizes) print
+    # "PIECEWISE ... 138.00 MiB first-capture + (51-1) x 6.00 MiB", "FULL ... 260.00 MiB first-capture +
+    # (51-1) x 6.00 MiB" and "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB. kvplan's medians give
+    # 226 MiB + 100 x 32 x 0.1875 MiB = 826 MiB = 0.81 GiB.
     from kvplan.engines.vllm import cuda_graph_bytes
-    assert cuda_graph_bytes(32, 51) == 32 * 18 * MiB  # 0.5625 GiB; C11/C14 print 0.55 GiB for Llama-3.1-8B
+    assert cuda_graph_bytes(32, (51, 51)) == 826 * MiB
+    # no FULL size (a FULL-less count) adds nothing for that mode
+    assert cuda_graph_bytes(32, (51, 0)) == (226 + 50 * 6) * MiB
 
 
 def test_v0_20_subtracts_no_graphs():

@@ -99,34 +99,40 @@ ERAS = (
                   int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True,
                   non_torch_pipeline=int(0.07 * GiB))),
 )
-# The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): per graph mode, the
-# first capture plus (graphs - 1) x the second capture's memory. 18 MiB per decoder layer at 51 sizes: the v0.19
-# H100 logs printed 0.55 GiB for 32 layers, 0.84 GiB for 42, 1.05 GiB for 62 (data/vllm_calibration.yaml C16-C18,
-# max_num_seqs 1024: sizes up to 512, 51 of them). How that splits into the first capture and the per-graph part:
-# the one log that prints both ("Estimated PIECEWISE CUDA graph memory: 146 MiB first-capture + (51-1) x 6 MiB
-# per-graph", quoted with PR #30515 in the kvplan reference notes), scaled to the 51-size figure.
-CUDA_GRAPH_BYTES_PER_LAYER = 18 * MiB
-CUDA_GRAPH_FIRST_CAPTURE, CUDA_GRAPH_PER_GRAPH, CUDA_GRAPH_REFERENCE_SIZES = 146, 6, 51
+# The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): each graph mode
+# captures its two largest sizes into one shared pool; the first capture's memory counts once (the largest over the
+# modes, which never replay together) and the second's once per further size of each mode ("Estimated PIECEWISE CUDA
+# graph memory: 138.00 MiB first-capture + (51-1) x 6.00 MiB per-graph", "Estimated FULL ...: 260.00 MiB
+# first-capture + (51-1) x 6.00 MiB", "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB). The two figures are the
+# medians over the 24 distinct deployments of the v0.19 H100 logs (data/vllm_calibration.yaml L01-L23 and their
+# sweep): the first capture 226 MiB (84 to 522 MiB; measured at the default largest size, 512), a further graph
+# 0.1875 MiB per decoder layer on the rank and mode (1.0 to 16 MiB per graph). Against those logs' totals the form
+# is off by 0.17 GiB on average (a flat 18 MiB per layer was off by 0.26).
+CUDA_GRAPH_FIRST_CAPTURE = 226 * MiB
+CUDA_GRAPH_PER_GRAPH_PER_LAYER = 3 * MiB // 16
 
 
-def cuda_graph_bytes(decoder_layers: int, sizes: int) -> int:
-    """The estimate for `sizes` captured batch sizes: the first capture plus the per-graph part of each other."""
-    reference = CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH * (CUDA_GRAPH_REFERENCE_SIZES - 1)
-    share = CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH * (sizes - 1)
-    return CUDA_GRAPH_BYTES_PER_LAYER * decoder_layers * share // reference
+def cuda_graph_bytes(decoder_layers: int, sizes: tuple[int, int]) -> int:
+    """The estimate for (PIECEWISE, FULL) captured sizes: one first capture, and a part per further size and mode."""
+    further = sum(max(count - 1, 0) for count in sizes)
+    return CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH_PER_LAYER * decoder_layers * further
 
 
-def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int) -> int:
-    """How many batch sizes vLLM captures by default (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
+def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int) -> tuple[int, int]:
+    """How many batch sizes vLLM captures by default, PIECEWISE and FULL (cudagraph_mode FULL_AND_PIECEWISE).
+    PIECEWISE takes every size of the default list (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
     releases have it; compilation_config's own sizes are not modelled): up to min(max_num_seqs x (1 + speculative
     tokens) x 2, 512, max_num_batched_tokens), the sizes 1, 2, 4, then every 8 below 256 and every 16 from 256;
     with speculative decoding each is rounded up to a multiple of 1 + speculative tokens
-    (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped."""
+    (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped. FULL takes the uniform-decode
+    ones among them: at most max_num_seqs x (1 + speculative tokens) (cudagraph_dispatcher.py
+    initialize_cudagraph_keys)."""
     query = 1 + spec_tokens
     largest = min(max_num_seqs * query * 2, 512, max_num_batched_tokens)
-    sizes = [size for size in (1, 2, 4) if size <= largest]
-    sizes += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
-    return len({-(-size // query) * query for size in sizes})
+    listed = [size for size in (1, 2, 4) if size <= largest]
+    listed += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
+    sizes = {-(-size // query) * query for size in listed}
+    return len(sizes), sum(query <= size <= query * max_num_seqs for size in sizes)
 
 
 def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
