@@ -11,3 +11,5 @@ if __name__ == "__main__":
         print(table)
     print()
     print(engine_calibration.overall_line())
+    print()
+    print(calibration.cuda_graph_line())

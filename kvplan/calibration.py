@@ -24,7 +24,8 @@ def entries() -> list[dict[str, Any]]:
     return list(yaml.safe_load(DATA.read_text(encoding="utf-8")))
 
 
-def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tuple[Deployment, GpuChoice]:
+def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None,
+               estimate_cudagraphs: bool | None = None) -> tuple[Deployment, GpuChoice]:
     gpu = find_gpu(entry["gpu"])
     tp = entry.get("tp", 1)
     dep = Deployment(
@@ -35,13 +36,28 @@ def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None) -> tup
         chunked_hybrid_kv=entry.get("chunked_hybrid_kv"),
         gpu_memory_utilization=entry["utilization"], max_model_len=entry.get("max_model_len"),
         max_num_seqs=entry.get("max_num_seqs"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
-        kv_cache_memory_bytes=kv_cache_memory)
+        kv_cache_memory_bytes=kv_cache_memory, estimate_cudagraphs=estimate_cudagraphs)
     return dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8)
 
 
 def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
     dep, gpu = deployment(entry, kv_cache_memory)
     return estimate(resolve(entry["model"]), dep, gpu)
+
+
+def cuda_graph_estimate(entry: dict[str, Any]) -> int:
+    """kvplan's CUDA-graph estimate for the log's deployment on rank 0, as v0.21+ would take it out of the budget
+    (the v0.19 logs print it without doing so)."""
+    dep, gpu = deployment(entry, estimate_cudagraphs=True)
+    plan = estimate(resolve(entry["model"]), dep, gpu)
+    return (plan.stage_memories[0] if plan.stage_memories else plan.memory).cuda_graph_bytes
+
+
+def cuda_graph_line() -> str:
+    """kvplan's CUDA-graph estimate against every estimate the logs print: the mean and largest gap."""
+    gaps = [abs(cuda_graph_estimate(e) / GiB - e["cuda_graphs_gib"]) for e in entries() if "cuda_graphs_gib" in e]
+    return (f"CUDA-graph estimate against the {len(gaps)} logs that print one: {sum(gaps) / len(gaps):.2f} GiB off "
+            f"on average, {max(gaps):.2f} GiB at most.")
 
 
 @dataclass(frozen=True)

@@ -68,21 +68,21 @@ def test_rtx3090_qwen7b_vllm_numbers():
     #               = 590,154,301 + 128,849,018 (dense: no moe term)             =    719,003,319
     #   non-torch   int(0.25 GiB), single GPU                                     =    268,435,456
     #   CUDA graphs 51 PIECEWISE sizes (up to 512) and 35 FULL ones (up to 256 sequences):
-    #               226 MiB + (50 + 34) x 28 layers x 0.1875 MiB = 667 MiB     =    699,400,192
-    #   pool = 23,273,568,783 - 15,264,787,456 - 719,003,319 - 268,435,456 - 699,400,192 = 6,321,942,360
-    #   blocks = 6,321,942,360 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 6,890 -> 110,240 tokens
-    #   32,768-token requests: 6,890 / 2,048 = 3.36
+    #               256 MiB + (50 + 34) x 28 layers x 0.1875 MiB = 697 MiB     =    730,857,472
+    #   pool = 23,273,568,783 - 15,264,787,456 - 719,003,319 - 268,435,456 - 730,857,472 = 6,290,485,080
+    #   blocks = 6,290,485,080 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 6,856 -> 109,696 tokens
+    #   32,768-token requests: 6,856 / 2,048 = 3.35
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
     memory = plan["memory"]
     assert memory["budget_bytes"] == 23_273_568_783
     assert memory["weights_bytes"] == 15_264_787_456
     assert memory["activation_bytes"] == 719_003_319
     assert memory["non_torch_bytes"] == 268_435_456
-    assert memory["cuda_graph_bytes"] == 699_400_192
-    assert memory["kv_cache_bytes"] == 6_321_942_360
+    assert memory["cuda_graph_bytes"] == 730_857_472
+    assert memory["kv_cache_bytes"] == 6_290_485_080
     assert plan["kv"]["block_bytes"] == 917_504
-    assert plan["capacity"]["num_blocks"] == 6_890 and plan["capacity"]["tokens"] == 110_240
-    assert plan["capacity"]["max_concurrency"] == 3.36
+    assert plan["capacity"]["num_blocks"] == 6_856 and plan["capacity"]["tokens"] == 109_696
+    assert plan["capacity"]["max_concurrency"] == 3.35
     assert result.returncode == 0 and plan["capacity"]["fits"]
 
 
@@ -206,11 +206,11 @@ def test_cuda_graph_switch_is_honoured():
     off = json.loads(run(*common, env={**os.environ, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}).stdout)
     old = json.loads(run(*common, "--vllm-version", "0.19").stdout)
     eager = json.loads(run(*common, "--enforce-eager").stdout)
-    # v0.21+ on an H100 (1,024 sequences): 51 + 51 sizes, 226 MiB + 100 x 28 layers x 0.1875 MiB = 751 MiB
-    assert on["memory"]["cuda_graph_bytes"] == 751 * 2**20
+    # v0.21+ on an H100 (1,024 sequences): 51 + 51 sizes, 256 MiB + 100 x 28 layers x 0.1875 MiB = 781 MiB
+    assert on["memory"]["cuda_graph_bytes"] == 781 * 2**20
     assert off["memory"]["cuda_graph_bytes"] == old["memory"]["cuda_graph_bytes"] == 0
     assert eager["memory"]["cuda_graph_bytes"] == 0
-    assert off["memory"]["kv_cache_bytes"] - on["memory"]["kv_cache_bytes"] == 751 * 2**20
+    assert off["memory"]["kv_cache_bytes"] - on["memory"]["kv_cache_bytes"] == 781 * 2**20
 
 
 def test_gpu_list_human_output_compares_side_by_side():

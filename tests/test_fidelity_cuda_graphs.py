@@ -34,22 +34,80 @@ def test_capture_sizes_follow_vllms_default_list(seqs, batched, spec, sizes):
 
 def test_the_estimate_is_one_first_capture_plus_a_part_per_further_size_and_mode():
     # Y02 (vLLM 0.24 inferred, 2 x RTX 3090, max_num_seqs 2, MTP 3): 3 PIECEWISE sizes and 2 FULL ones, 64 decoder
-    # layers on the rank: 226 MiB + (2 + 1) x 64 x 0.1875 MiB = 226 MiB + 36 MiB = 274,726,912 B.
+    # layers on the rank: 256 MiB + (2 + 1) x 64 x 0.1875 MiB = 256 MiB + 36 MiB = 306,184,192 B.
     memory = calibration.vllm_plan(BY_ID["Y02"]).memory
-    assert memory.cuda_graph_bytes == 274_726_912
+    assert memory.cuda_graph_bytes == 306_184_192
 
 
 def test_the_default_sizes_give_the_v0_19_logs_figure():
     # The v0.19 H100 logs (data/vllm_calibration.yaml L09: Llama-3.1-8B, 32 layers, 51 + 51 sizes) print
     # "PIECEWISE ... 138.00 MiB first-capture + (51-1) x 6.00 MiB", "FULL ... 260.00 MiB first-capture +
     # (51-1) x 6.00 MiB" and "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB. kvplan's medians give
-    # 226 MiB + 100 x 32 x 0.1875 MiB = 826 MiB = 0.81 GiB.
+    # 256 MiB + 100 x 32 x 0.1875 MiB = 856 MiB = 0.84 GiB.
     from kvplan.engines.vllm import cuda_graph_bytes
-    assert cuda_graph_bytes(32, (51, 51)) == 826 * MiB
+    assert cuda_graph_bytes(32, (51, 51)) == 856 * MiB
     # no FULL size (a FULL-less count) adds nothing for that mode
-    assert cuda_graph_bytes(32, (51, 0)) == (226 + 50 * 6) * MiB
+    assert cuda_graph_bytes(32, (51, 0)) == (256 + 50 * 6) * MiB
 
 
 def test_v0_20_subtracts_no_graphs():
     # Y04 (v0.20.1): VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS was opt-in before v0.21.0.
     assert calibration.vllm_plan(BY_ID["Y04"]).memory.cuda_graph_bytes == 0
+
+
+def test_the_two_figures_are_the_medians_of_the_logged_parts():
+    # data/vllm_calibration.yaml graph_parts_mib: each log's "Estimated <MODE> CUDA graph memory: F MiB first-capture
+    # + (n-1) x P MiB per-graph"; over the logs with 51 sizes in both modes, the median of the larger first capture
+    # and of the per-graph figure per decoder layer and mode are kvplan's two constants
+    from statistics import median
+
+    from kvplan import calibration as vllm_calibration
+    from kvplan.engines.vllm import CUDA_GRAPH_FIRST_CAPTURE, CUDA_GRAPH_PER_GRAPH_PER_LAYER
+    from kvplan.models.sources import resolve
+
+    firsts, per_layer = [], []
+    for entry in vllm_calibration.entries():
+        parts = entry.get("graph_parts_mib") or {}
+        piecewise, full = parts.get("piecewise"), parts.get("full")
+        if not (piecewise and full and piecewise[1] == full[1] == 51):
+            continue
+        layers = resolve(entry["model"]).num_layers // entry.get("pp", 1)
+        firsts.append(max(piecewise[0], full[0]))
+        per_layer.append((piecewise[2] + full[2]) / 2 / layers)
+    assert len(firsts) == 21
+    assert median(firsts) * MiB == CUDA_GRAPH_FIRST_CAPTURE and median(per_layer) * MiB == CUDA_GRAPH_PER_GRAPH_PER_LAYER
+
+
+def test_each_logged_total_is_the_larger_first_capture_plus_every_further_graph():
+    # vLLM's own sum, checked on every log that prints both modes: max(first) + (n-1) x per-graph for each mode,
+    # within the two-decimal print of the total (L09: 260 + 50 x 6 + 50 x 6 = 860 MiB = 0.84 GiB)
+    from kvplan import calibration as vllm_calibration
+
+    checked = 0
+    for entry in vllm_calibration.entries():
+        parts = entry.get("graph_parts_mib") or {}
+        piecewise, full = parts.get("piecewise"), parts.get("full")
+        if piecewise and full:
+            total = max(piecewise[0], full[0]) + (piecewise[1] - 1) * piecewise[2] + (full[1] - 1) * full[2]
+            assert abs(total / 1024 - entry["cuda_graphs_gib"]) <= 0.006, entry["id"]
+            checked += 1
+    assert checked == 22
+
+
+def test_gpt_oss_captures_up_to_1024():
+    # GptOssForCausalLMConfig raises the largest capture size to 1024: 3 + 31 + 49 = 83 sizes (L17 logs
+    # "PIECEWISE=83 (largest=1024)"), FULL as many with 1,024 sequences; the 8,192-token budget still bounds it
+    assert cuda_graph_sizes(1024, 8192, 0, "GptOssForCausalLM") == (83, 83)
+    assert cuda_graph_sizes(1024, 512, 0, "GptOssForCausalLM") == (51, 51)
+    assert cuda_graph_sizes(1024, 8192, 0, "LlamaForCausalLM") == (51, 51)
+
+
+def test_the_estimate_against_every_logged_one():
+    # the line docs/calibration.md carries: kvplan's estimate for each log's deployment against the total it prints
+    from pathlib import Path
+
+    from kvplan import calibration as vllm_calibration
+
+    line = vllm_calibration.cuda_graph_line()
+    assert line == "CUDA-graph estimate against the 23 logs that print one: 0.15 GiB off on average, 0.85 GiB at most."
+    assert line in (Path(__file__).parent.parent / "docs" / "calibration.md").read_text()

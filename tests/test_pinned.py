@@ -7,10 +7,10 @@ Constants used below and where they come from:
   3.79 fp32 copies of min(max_num_seqs, max_num_batched_tokens) x vocab; no hidden/mlp copies; moe copies 1.0
   (0 for dense models); fixed int(0.12 GiB) = 128,849,018 B; non-torch int(0.25 GiB) = 268,435,456 B on one GPU,
   int(2.1 GiB) = 2,254,857,830 B with TP > 1, int(0.07 GiB) = 75,161,927 B with pipeline stages alone;
-  CUDA graphs 226 MiB + 0.1875 MiB per decoder layer for each further captured size of each mode.
+  CUDA graphs 256 MiB + 0.1875 MiB per decoder layer for each further captured size of each mode.
   Below 70 GiB: max_num_seqs 256, max_num_batched_tokens 2048, so 51 PIECEWISE sizes (up to 512) and 35 FULL
-  (up to 256): graphs 226 MiB + 84 x 0.1875 MiB x layers (28 layers: 699,400,192 B; 80: 1,558,183,936 B; 64:
-  1,293,942,784 B; 12: 435,159,040 B).
+  (up to 256): graphs 256 MiB + 84 x 0.1875 MiB x layers (28 layers: 730,857,472 B; 80: 1,589,641,216 B; 64:
+  1,325,400,064 B; 12: 466,616,320 B).
 - Weights (kvplan/weights.py): 2 B per parameter at bf16; fp8 keeps embeddings / lm_head at 2 B and the
   decoder linears at 1 B; the decoder bytes are spread as floor(decoder bytes / layers) per layer; per rank
   = ceil(stage bytes / TP); plus, on every rank whole, vLLM's RoPE cos/sin table of max_position_embeddings
@@ -52,34 +52,34 @@ def test_levers_qwen7b_rtx4090_full_context_order_and_values():
     #   budget int(25,383,256,719 x 0.92) = 23,352,596,181; weights 7,615,616,512 x 2 + RoPE 33,554,432
     #   = 15,264,787,456;
     #   activation int(3.79 x 256 x 152,064 x 4) + 128,849,018 = 590,154,301 + 128,849,018 = 719,003,319;
-    #   non-torch 268,435,456; graphs 699,400,192
-    #   pool = 23,352,596,181 - 15,264,787,456 - 719,003,319 - 268,435,456 - 699,400,192 = 6,400,969,758
-    #   6,400,969,758 // 917,504 = 6,976 blocks < cdiv(131,072, 16) = 8,192 needed -> does not fit.
+    #   non-torch 268,435,456; graphs 730,857,472
+    #   pool = 23,352,596,181 - 15,264,787,456 - 719,003,319 - 268,435,456 - 730,857,472 = 6,369,512,478
+    #   6,369,512,478 // 917,504 = 6,942 blocks < cdiv(131,072, 16) = 8,192 needed -> does not fit.
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx4090")
     assert result.returncode == 1 and plan["capacity"]["fits"] is False
-    assert plan["memory"]["kv_cache_bytes"] == 6_400_969_758
+    assert plan["memory"]["kv_cache_bytes"] == 6_369_512_478
     # Each lever re-planned by hand (same activation / graphs / RoPE table as above):
     # TP 2: weights ceil(15,231,233,024 / 2) + 33,554,432 = 7,649,170,944, non-torch 2,254,857,830, block per rank
-    #   458,752 (2 KV heads): 23,352,596,181 - 7,649,170,944 - 719,003,319 - 2,254,857,830 - 699,400,192
-    #   = 12,030,163,896 // 458,752 = 26,223 blocks -> 419,568 tokens; 26,223 / 8,192 = 3.20 requests.
+    #   458,752 (2 KV heads): 23,352,596,181 - 7,649,170,944 - 719,003,319 - 2,254,857,830 - 730,857,472
+    #   = 11,998,706,616 // 458,752 = 26,155 blocks -> 418,480 tokens; 26,155 / 8,192 = 3.19 requests.
     # AWQ: linears 7,615,616,512 - 2 x 544,997,376 = 6,525,621,760 params -> 6,525,621,760 x 4 // 8
     #   + 6,525,621,760 x 20 // 1024 = 3,262,810,880 + 127,453,550 = 3,390,264,430 B, // 28 x 28 = 3,390,264,416,
-    #   + embeddings and lm_head 2,179,989,504 = 5,570,253,920 (+ RoPE) -> pool 16,061,948,862 // 917,504 = 17,506
-    #   -> 280,096.
-    # fp8 KV: 6,400,969,758 // 458,752 = 13,953 blocks -> 223,248 tokens.
-    # fp8 weights: 6,525,621,760 + 2,179,989,504 = 8,705,611,264 (+ RoPE) -> pool 12,926,591,518 // 917,504 = 14,088
-    #   -> 225,408 tokens.
-    # max_model_len: longest fit 6,976 x 16 = 111,616, already a multiple of the 16-token block.
+    #   + embeddings and lm_head 2,179,989,504 = 5,570,253,920 (+ RoPE) -> pool 16,030,491,582 // 917,504 = 17,471
+    #   -> 279,536.
+    # fp8 KV: 6,369,512,478 // 458,752 = 13,884 blocks -> 222,144 tokens.
+    # fp8 weights: 6,525,621,760 + 2,179,989,504 = 8,705,611,264 (+ RoPE) -> pool 12,895,134,238 // 917,504 = 14,054
+    #   -> 224,864 tokens.
+    # max_model_len: longest fit 6,942 x 16 = 111,072, already a multiple of the 16-token block.
     # Sorted fitting first, then by tokens, cut at 5: utilization 0.95 (int(25,383,256,719 x 0.95) = 24,114,093,883
-    #   -> pool 7,162,467,460 // 917,504 = 7,806 blocks = 124,896 tokens < 131,072, does not fit) is the 6th, left off.
+    #   -> pool 7,131,010,180 // 917,504 = 7,772 blocks = 124,352 tokens < 131,072, does not fit) is the 6th, left off.
     assert lever_flags(plan) == ["--tensor-parallel-size 2", "--quantization awq (with a 4-bit checkpoint)",
-                                 "--quantization fp8", "--kv-cache-dtype fp8", "--max-model-len 111616"]
-    assert [lever["tokens"] for lever in plan["levers"]] == [419_568, 280_096, 225_408, 223_248, 111_616]
+                                 "--quantization fp8", "--kv-cache-dtype fp8", "--max-model-len 111072"]
+    assert [lever["tokens"] for lever in plan["levers"]] == [418_480, 279_536, 224_864, 222_144, 111_072]
     assert all(lever["fits"] for lever in plan["levers"])
-    assert plan["levers"][0]["max_concurrency"] == 3.2
-    # concurrency of the max_model_len lever: 6,976 blocks / cdiv(111,616, 16) = 6,976 / 6,976
+    assert plan["levers"][0]["max_concurrency"] == 3.19
+    # concurrency of the max_model_len lever: 6,942 blocks / cdiv(111,072, 16) = 6,942 / 6,942
     assert plan["levers"][-1]["max_concurrency"] == 1.0
-    assert plan["capacity"]["max_model_len_that_fits"] == 111_616
+    assert plan["capacity"]["max_model_len_that_fits"] == 111_072
 
 
 def test_levers_llama70b_rtx4090_only_tp8_with_fp8():
@@ -87,20 +87,20 @@ def test_levers_llama70b_rtx4090_only_tp8_with_fp8():
     # vocab 128,256. At TP 1 the 141 GB of weights leave a negative pool: no max_model_len, fp8-KV or
     # utilization lever has a token (levers with 0 tokens are dropped), fp8 (72.7 GB) and AWQ do not load either.
     # Common to TP 8 (budget 23,352,596,181 as above): activation int(3.79 x 256 x 128,256 x 4) + 128,849,018
-    #   = 497,756,405 + 128,849,018 = 626,605,423; non-torch 2,254,857,830; graphs 1,558,183,936;
+    #   = 497,756,405 + 128,849,018 = 626,605,423; non-torch 2,254,857,830; graphs 1,589,641,216;
     #   block per rank 2 x 80 x 1 x 128 x 16 x 2 = 655,360 B; one 131,072-token request needs 8,192 blocks.
     # Every rank adds the 33,554,432 B RoPE table.
     # TP 8 bf16: linears 70,553,706,496 - 2,101,346,304 = 68,452,360,192 params; x 2 // 80 x 80 = 136,904,720,320
-    #   + 4,202,692,608 -> ceil(/ 8) + RoPE = 17,671,981,048 -> pool 1,240,967,944 // 655,360 = 1,893 blocks < 8,192.
-    # So the search retries with fp8 weights: TP 2 (36,327,526,384 B + RoPE) / TP 4 (18,197,317,624 B -> 545 blocks
+    #   + 4,202,692,608 -> ceil(/ 8) + RoPE = 17,671,981,048 -> pool 1,209,510,664 // 655,360 = 1,845 blocks < 8,192.
+    # So the search retries with fp8 weights: TP 2 (36,327,526,384 B + RoPE) / TP 4 (18,197,317,624 B -> 521 blocks
     #   of 1,310,720 B) do not fit; TP 8 + fp8: (68,452,360,192 // 80 x 80 = 68,452,360,160 + 4,202,692,608) / 8
-    #   + RoPE = 9,115,436,028 -> pool 23,352,596,181 - 9,115,436,028 - 626,605,423 - 2,254,857,830 - 1,558,183,936
-    #   = 9,797,512,964 // 655,360 = 14,949 blocks -> 239,184 tokens, 14,949 / 8,192 = 1.82 requests.
+    #   + RoPE = 9,115,436,028 -> pool 23,352,596,181 - 9,115,436,028 - 626,605,423 - 2,254,857,830 - 1,589,641,216
+    #   = 9,766,055,684 // 655,360 = 14,901 blocks -> 238,416 tokens, 14,901 / 8,192 = 1.82 requests.
     result, plan = estimate_json("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx4090")
     assert result.returncode == 1
     assert plan["capacity"]["max_model_len_that_fits"] == 0
     assert lever_flags(plan) == ["--tensor-parallel-size 8 --quantization fp8"]
-    assert plan["levers"][0]["tokens"] == 239_184 and plan["levers"][0]["max_concurrency"] == 1.82
+    assert plan["levers"][0]["tokens"] == 238_416 and plan["levers"][0]["max_concurrency"] == 1.82
 
 
 # --- b. the TP lever search over 2 / 4 / 8 -----------------------------------------------------------------------
@@ -113,38 +113,38 @@ def test_tp_lever_skips_tp2_that_does_not_fit_and_proposes_tp4():
     # TP 2: 32,763,876,352 + 33,554,432 = 32,797,430,784 B of weights per rank > the 23,273,568,783 B budget -> no
     #   pool, does not fit.
     # TP 4: 16,381,938,176 + 33,554,432 = 16,415,492,608 per rank; pool 23,273,568,783 - 16,415,492,608
-    #   - 719,003,319 (sampler as for any vocab-152,064 model) - 2,254,857,830 - graphs 1,293,942,784
-    #   = 2,590,272,242; block per rank 2 x 64 x 2 x 128 x 16 x 2 = 1,048,576 -> 2,470 blocks -> 39,520 tokens
-    #   >= 32,768 (2,048 blocks): fits, 2,470 / 2,048 = 1.21 requests.
+    #   - 719,003,319 (sampler as for any vocab-152,064 model) - 2,254,857,830 - graphs 1,325,400,064
+    #   = 2,558,814,962; block per rank 2 x 64 x 2 x 128 x 16 x 2 = 1,048,576 -> 2,440 blocks -> 39,040 tokens
+    #   >= 32,768 (2,048 blocks): fits, 2,440 / 2,048 = 1.19 requests.
     common = ("--model", "Qwen/Qwen2.5-32B", "--gpu", "rtx3090", "--max-model-len", "32768")
     result, plan = estimate_json(*common)
     assert result.returncode == 1
     tp_levers = [lever for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"]]
     assert [lever["flags"] for lever in tp_levers] == ["--tensor-parallel-size 4"]
-    assert tp_levers[0]["tokens"] == 39_520 and tp_levers[0]["fits"] and tp_levers[0]["max_concurrency"] == 1.21
+    assert tp_levers[0]["tokens"] == 39_040 and tp_levers[0]["fits"] and tp_levers[0]["max_concurrency"] == 1.19
     _, tp2 = estimate_json(*common, "-tp", "2")
     assert tp2["memory"]["weights_bytes"] == 32_797_430_784 and tp2["capacity"]["fits"] is False
     _, tp4 = estimate_json(*common, "-tp", "4")
-    assert tp4["memory"]["kv_cache_bytes"] == 2_590_272_242 and tp4["capacity"]["num_blocks"] == 2_470
+    assert tp4["memory"]["kv_cache_bytes"] == 2_558_814_962 and tp4["capacity"]["num_blocks"] == 2_440
 
 
 def test_tp_lever_never_proposes_a_size_that_does_not_divide_the_heads():
-    # Qwen2.5-7B has 28 heads: TP 2 and 4 divide them, TP 8 does not. On an 8.15 GB device (budget
-    # int(8.15e9 x 0.92) = 7,498,000,000; activation 719,003,319, non-torch 2,254,857,830, graphs 699,400,192 at
+    # Qwen2.5-7B has 28 heads: TP 2 and 4 divide them, TP 8 does not. On an 8.2 GB device (budget
+    # int(8.2e9 x 0.92) = 7,544,000,000; activation 719,003,319, non-torch 2,254,857,830, graphs 730,857,472 at
     # any TP > 1; block per rank with 1 KV head = 2 x 28 x 1 x 128 x 16 x 2 = 229,376 B; 8,192 blocks needed),
     # and on every rank the 33,554,432 B RoPE table:
-    #   TP 4 bf16: weights 3,841,362,688 -> pool -16,624,029, no fit
-    #   TP 4 + fp8: weights 8,705,611,264 / 4 + RoPE = 2,209,957,248 -> pool 1,614,781,411 -> 7,039 blocks, no fit
-    #   TP 8 (not allowed): weights 1,937,458,560 -> pool 1,887,280,099 -> 8,227 blocks (131,632 tokens), would fit.
+    #   TP 4 bf16: weights 3,841,362,688 -> pool -2,081,309, no fit
+    #   TP 4 + fp8: weights 8,705,611,264 / 4 + RoPE = 2,209,957,248 -> pool 1,629,324,131 -> 7,103 blocks, no fit
+    #   TP 8 (not allowed): weights 1,937,458,560 -> pool 1,901,822,819 -> 8,291 blocks (132,656 tokens), would fit.
     # So with the heads rule no TP size serves one request (a non-fitting TP 4 may be listed); without the rule,
     # --tensor-parallel-size 8 would top the list as the only fitting lever.
-    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.15GB")
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.2GB")
     assert result.returncode == 1
     assert not any("--tensor-parallel-size 8" in flags for flags in lever_flags(plan))
     assert not any(lever["fits"] for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"])
-    _, tp4_fp8 = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.15GB", "-tp", "4", "--quantization",
+    _, tp4_fp8 = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.2GB", "-tp", "4", "--quantization",
                                "fp8")
-    assert tp4_fp8["memory"]["kv_cache_bytes"] == 1_614_781_411 and tp4_fp8["capacity"]["num_blocks"] == 7_039
+    assert tp4_fp8["memory"]["kv_cache_bytes"] == 1_629_324_131 and tp4_fp8["capacity"]["num_blocks"] == 7_103
     # falcon-7b-instruct has 71 (prime) heads: no TP size is ever proposed (with the rule off, TP 2 shows up).
     _, falcon = estimate_json("--model", "tiiuae/falcon-7b-instruct", "--gpu-memory", "12GiB")
     assert falcon["capacity"]["fits"] is False and falcon["levers"]
@@ -254,14 +254,14 @@ def test_tied_lm_head_is_a_copy_on_the_last_pipeline_stage():
     # + 4,194,304 (RoPE) = 634,361,720.
     # Only the last stage runs the sampler: int(3.79 x 256 x 151,936 x 4) + 128,849,018 = 718,506,556 (stage 0:
     # 128,849,018), so the last stage limits. Its pool: 23,273,568,783 - 634,361,720 - 718,506,556
-    # - 75,161,927 (non-torch, pipeline stages at TP 1: int(0.07 GiB)) - graphs for 12 layers (435,159,040)
-    # = 21,410,379,540; block 2 x 12 x 2 x 64 x 16 x 2 = 98,304 B -> 217,797 blocks (stage 0: 22,000,037,078 ->
-    # 223,795). (Without the copy its weights would read 362,092,408 and its pool 21,682,648,852 -> 220,567
+    # - 75,161,927 (non-torch, pipeline stages at TP 1: int(0.07 GiB)) - graphs for 12 layers (466,616,320)
+    # = 21,378,922,260; block 2 x 12 x 2 x 64 x 16 x 2 = 98,304 B -> 217,477 blocks (stage 0: 21,968,579,798 ->
+    # 223,475). (Without the copy its weights would read 362,092,408 and its pool 21,651,191,572 -> 220,247
     # blocks, still the limiting stage.)
     result, pp2 = estimate_json("--model", "Qwen/Qwen2.5-0.5B", "--gpu", "rtx3090", "-pp", "2")
     assert result.returncode == 0
     assert pp2["limiting_stage"] == 1
     assert pp2["memory"]["weights_bytes"] == 634_361_720
     assert pp2["memory"]["activation_bytes"] == 718_506_556
-    assert pp2["memory"]["kv_cache_bytes"] == 21_410_379_540
-    assert pp2["kv"]["block_bytes"] == 98_304 and pp2["capacity"]["num_blocks"] == 217_797
+    assert pp2["memory"]["kv_cache_bytes"] == 21_378_922_260
+    assert pp2["kv"]["block_bytes"] == 98_304 and pp2["capacity"]["num_blocks"] == 217_477

@@ -161,8 +161,8 @@ def test_a_smaller_format_that_misses_skips_only_the_larger_ones():
     """Qwen2.5-32B on one H100: 64 layers x 8 KV heads x 128 x 2 (K, V) = 131,072 elements a token, 262,144 B in
     bf16 and 131,072 B in fp8; its weights are 61.1 GiB in bf16 (32.0 GiB in fp8), which leaves about 7.8 GiB of
     KV with bf16 weights and 36.9 GiB with fp8 weights (kvplan's vLLM budget). An 8K request is 512 blocks of 16
-    tokens: fp8 KV with bf16 weights holds 64,096 tokens, 7 at once; bf16 KV with fp8 weights 151,088 tokens, 18 at
-    once (fp8 for both: 302,192 tokens, 36). So 12@8K is missed by (fp8 KV, bf16 weights), which is not larger than
+    tokens: fp8 KV with bf16 weights holds 63,856 tokens, 7 at once; bf16 KV with fp8 weights 150,976 tokens, 18 at
+    once (fp8 for both: 301,952 tokens, 36). So 12@8K is missed by (fp8 KV, bf16 weights), which is not larger than
     (bf16 KV, fp8 weights): that one must still be planned, and meets."""
     sizing = size("Qwen/Qwen2.5-32B", "12@8K", gpus="h100", max_gpus=1, quantization="none,fp8")
     got = {(o.deployment.kv_cache_dtype, o.deployment.quantization): o.requests for o in sizing.options}

@@ -104,12 +104,15 @@ ERAS = (
 # modes, which never replay together) and the second's once per further size of each mode ("Estimated PIECEWISE CUDA
 # graph memory: 138.00 MiB first-capture + (51-1) x 6.00 MiB per-graph", "Estimated FULL ...: 260.00 MiB
 # first-capture + (51-1) x 6.00 MiB", "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB). The two figures are the
-# medians over the 24 distinct deployments of the v0.19 H100 logs (data/vllm_calibration.yaml L01-L23 and their
-# sweep): the first capture 226 MiB (84 to 522 MiB; measured at the default largest size, 512), a further graph
-# 0.1875 MiB per decoder layer on the rank and mode (1.0 to 16 MiB per graph). Against those logs' totals the form
-# is off by 0.17 GiB on average (a flat 18 MiB per layer was off by 0.26).
-CUDA_GRAPH_FIRST_CAPTURE = 226 * MiB
+# medians over the v0.19 H100 logs that capture 51 sizes in both modes (data/vllm_calibration.yaml L01-L23,
+# graph_parts_mib): the larger first capture 256 MiB (112 to 522 MiB), a further graph 0.1875 MiB per decoder layer
+# on the rank and mode (1 to 26 MiB a graph).
+CUDA_GRAPH_FIRST_CAPTURE = 256 * MiB
 CUDA_GRAPH_PER_GRAPH_PER_LAYER = 3 * MiB // 16
+# Architectures whose vLLM config raises the largest capture size from 512 (model_executor/models/config.py
+# GptOssForCausalLMConfig: "Overriding max cuda graph capture size to 1024 for performance", 83 sizes; L17 logs
+# PIECEWISE=83), unless compilation_config names sizes.
+LARGEST_CAPTURE = {"GptOssForCausalLM": 1024}
 
 
 def cuda_graph_bytes(decoder_layers: int, sizes: tuple[int, int]) -> int:
@@ -118,17 +121,21 @@ def cuda_graph_bytes(decoder_layers: int, sizes: tuple[int, int]) -> int:
     return CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH_PER_LAYER * decoder_layers * further
 
 
-def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int) -> tuple[int, int]:
+def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int,
+                     architecture: str = "") -> tuple[int, int]:
     """How many batch sizes vLLM captures by default, PIECEWISE and FULL (cudagraph_mode FULL_AND_PIECEWISE).
     PIECEWISE takes every size of the default list (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
     releases have it; compilation_config's own sizes are not modelled): up to min(max_num_seqs x (1 + speculative
-    tokens) x 2, 512, max_num_batched_tokens), the sizes 1, 2, 4, then every 8 below 256 and every 16 from 256;
+    tokens) x 2, 512, max_num_batched_tokens) (an architecture of LARGEST_CAPTURE: its own size, bounded by
+    max_num_batched_tokens), the sizes 1, 2, 4, then every 8 below 256 and every 16 from 256;
     with speculative decoding each is rounded up to a multiple of 1 + speculative tokens
     (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped. FULL takes the uniform-decode
     ones among them: at most max_num_seqs x (1 + speculative tokens) (cudagraph_dispatcher.py
     initialize_cudagraph_keys)."""
     query = 1 + spec_tokens
-    largest = min(max_num_seqs * query * 2, 512, max_num_batched_tokens)
+    raised = LARGEST_CAPTURE.get(architecture)
+    largest = min(raised, max_num_batched_tokens) if raised else min(max_num_seqs * query * 2, 512,
+                                                                     max_num_batched_tokens)
     listed = [size for size in (1, 2, 4) if size <= largest]
     listed += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
     sizes = {-(-size // query) * query for size in listed}
@@ -342,7 +349,7 @@ class Vllm:
         graphs = 0
         if use_graphs and not eager:
             sizes = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
-                                     common.speculative_tokens(dep))
+                                     common.speculative_tokens(dep), spec.architecture)
             graphs = cuda_graph_bytes(decoder_layers, sizes)
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
