@@ -88,7 +88,12 @@ ERAS = (
     # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
     # Pipeline stages alone (TP 1) grow 0.07 GiB outside torch, not TP's figure: both llm-d-planner v0.19 PP logs
     # print "non-torch forward increase memory: 0.07GiB" on every stage (L10, L11: Llama-3.1-8B at PP 2 and 4).
-    ((0, 17), Era("V1, v0.17-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+    # One GPU: 0.13 GiB outside torch through v0.17, 0.25 GiB from v0.18, as llm-d-planner's version sweep prints it
+    # (data/vllm_calibration.yaml V15-V18: "non-torch forward increase memory" 0.13, 0.13, 0.13, 0.25 GiB for
+    # Qwen3-14B; every v0.19 log prints 0.24-0.27).
+    ((0, 17), Era("V1, v0.17", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
+                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
+    ((0, 18), Era("V1, v0.18-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
                   int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     # v0.21+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 ("default since v0.21.0", gpu_worker.py; opt-in
     # since PR #30515), and determine_available_memory subtracts the estimate from the budget. The "consumed
