@@ -113,3 +113,17 @@ def test_overall_target_of_the_calibration():
     assert within >= 0.9 * total
     docs = (Path(__file__).parent.parent / "docs" / "calibration.md").read_text()
     assert engine_calibration.overall_line() in docs
+
+
+def test_the_version_sweep_places_the_era_steps():
+    # V15-V18 (Qwen3-14B on one H100, v0.15-v0.18): "non-torch forward increase memory" 0.13, 0.13, 0.13 and
+    # 0.25 GiB, the eras' single-GPU figures; "torch peak memory increase" 5.64 GiB through v0.16 and 2.23 from
+    # v0.17, where kvplan's v0.17+ sampler peak, int(3.79 x 1,024 x 151,936 x 4) + int(0.12 GiB) =
+    # 2,358,630,154 + 128,849,018 = 2,487,479,172 B = 2.32 GiB, is 0.09 GiB above it
+    sweep = {e["id"]: e for e in ENTRIES if e["id"].startswith("V")}
+    assert sorted(sweep) == ["V15", "V16", "V17", "V18"]
+    for entry in sweep.values():
+        memory = calibration.plan_for(entry).memory
+        assert abs(memory.non_torch_bytes / GiB - entry["non_torch_gib"]) <= 0.005, entry["id"]
+        assert abs(memory.activation_bytes / GiB - entry["activation_gib"]) <= 0.1, entry["id"]
+    assert calibration.plan_for(sweep["V17"]).memory.activation_bytes == 2_487_479_172

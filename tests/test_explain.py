@@ -162,6 +162,17 @@ def test_pipeline_log_is_reconciled_stage_by_stage():
     assert rows["kv_cache"].kvplan_bytes is not None and abs(rows["kv_cache"].kvplan_bytes - gib(66.54)) < gib(0.2)
 
 
+def test_rank_zero_is_read_whatever_prints_first():
+    # The PP 2 log with rank 0's "Available KV cache memory: 66.54 GiB" moved to the end: the last stage's "Current kv
+    # cache memory in use is 65.63 GiB" is then printed first, but the figure read is still Worker_PP0's
+    lines = text("llama-3.1-8b-h100-pp2-v0.19.log").splitlines()
+    available = next(line for line in lines if "Available KV cache memory" in line)
+    reordered = "\n".join([line for line in lines if line != available] + [available])
+    run = read_log(reordered)
+    assert [r.rank for r in run.memory["kv_cache_bytes"]][0] == "Worker_PP1"
+    assert run.first("memory", "kv_cache_bytes") == gib(66.54)
+
+
 def test_ranks_that_differ_are_noted_and_parallelism_is_read_from_prefixes():
     # Y12: TP0 "Free memory on device (30.27/31.4 GiB)", "kv cache memory in use is 12.26 GiB"; TP1 30.5 and 12.24.
     run = read_log(text("qwen3.8-27b-two-ranks-y12.log"))

@@ -159,7 +159,8 @@ def test_awq_needs_turing_or_newer():
 
 def test_a_smaller_format_that_misses_skips_only_the_larger_ones():
     """Qwen2.5-32B on one H100: 64 layers x 8 KV heads x 128 x 2 (K, V) = 131,072 elements a token, 262,144 B in
-    bf16 and 131,072 B in fp8; its weights are 61.1 GiB in bf16 (32.0 GiB in fp8), which leaves about 7.8 GiB of
+    bf16 and 131,072 B in fp8; its weights are 61.1 GiB in bf16 (32.0 GiB in fp8), with vLLM's 131,072 x 128 x 2 B
+    RoPE table, which leaves about 7.8 GiB of
     KV with bf16 weights and 36.9 GiB with fp8 weights (kvplan's vLLM budget). An 8K request is 512 blocks of 16
     tokens: fp8 KV with bf16 weights holds 63,856 tokens, 7 at once; bf16 KV with fp8 weights 150,976 tokens, 18 at
     once (fp8 for both: 301,952 tokens, 36). So 12@8K is missed by (fp8 KV, bf16 weights), which is not larger than

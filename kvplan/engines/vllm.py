@@ -110,7 +110,7 @@ ERAS = (
 # graph memory: 138.00 MiB first-capture + (51-1) x 6.00 MiB per-graph", "Estimated FULL ...: 260.00 MiB
 # first-capture + (51-1) x 6.00 MiB", "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB). The two figures are the
 # medians over the v0.19 H100 logs that capture 51 sizes in both modes (data/vllm_calibration.yaml L01-L23,
-# graph_parts_mib): the larger first capture 256 MiB (112 to 522 MiB), a further graph 0.1875 MiB per decoder layer
+# graph_parts_mib): the larger first capture 256 MiB (84 to 522 MiB), a further graph 0.1875 MiB per decoder layer
 # on the rank and mode (1 to 26 MiB a graph).
 CUDA_GRAPH_FIRST_CAPTURE = 256 * MiB
 CUDA_GRAPH_PER_GRAPH_PER_LAYER = 3 * MiB // 16
@@ -143,8 +143,15 @@ def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
                                                                      max_num_batched_tokens)
     listed = [size for size in (1, 2, 4) if size <= largest]
     listed += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
-    sizes = {-(-size // query) * query for size in listed}
+    # rounded sizes past the largest are dropped, and the query length alone is left when none remains
+    sizes = {rounded for size in listed if (rounded := -(-size // query) * query) <= largest} or {query}
     return len(sizes), sum(query <= size <= query * max_num_seqs for size in sizes)
+
+
+def captures_full_graphs(spec: ModelSpec, dep: Deployment) -> bool:
+    """Whether vLLM captures FULL graphs beside the PIECEWISE ones: not at -O1 (cudagraph_mode PIECEWISE,
+    config/vllm.py OPTIMIZATION_LEVEL_01), nor where a layer's attention backend supports none."""
+    return dep.optimization_level != 1 and all(layer.full_cuda_graphs for layer in spec.layers)
 
 
 def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
@@ -353,8 +360,9 @@ class Vllm:
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
         graphs = 0
         if use_graphs and not eager:
-            sizes = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
-                                     common.speculative_tokens(dep), spec.architecture)
+            piecewise, full = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
+                                               common.speculative_tokens(dep), spec.architecture)
+            sizes = (piecewise, full if captures_full_graphs(spec, dep) else 0)
             graphs = cuda_graph_bytes(decoder_layers, sizes)
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)

@@ -65,6 +65,7 @@ class LayerKind(Protocol):
     prefix_cached: ClassVar[bool]  # vLLM caches prefixes of this state (mamba_cache_mode "align")
     latent_cache: ClassVar[bool]  # caches one compressed latent per token (MLA), served by latent backends
     chunked_local: ClassVar[bool]  # attends within fixed chunks (Llama 4's attention_chunk_size)
+    full_cuda_graphs: ClassVar[bool]  # vLLM's backend for this kind captures FULL CUDA graphs, not PIECEWISE only
     # The one block size the engines' kernels for this kind take, whatever the user asks; None: any
     kernel_block_size: ClassVar[int | None]
 
@@ -145,6 +146,7 @@ class _PlainFlags:
     prefix_cached: ClassVar[bool] = False
     latent_cache: ClassVar[bool] = False
     chunked_local: ClassVar[bool] = False
+    full_cuda_graphs: ClassVar[bool] = True
     kernel_block_size: ClassVar[int | None] = None
 
 
@@ -259,6 +261,8 @@ class ChunkedLocal(_KeyValueHeads):
     kind: ClassVar[str] = "chunked"
     drops_old_tokens: ClassVar[bool] = True
     chunked_local: ClassVar[bool] = True
+    # vLLM's ChunkedLocalAttention backend has AttentionCGSupport.NEVER: "setting cudagraph_mode=PIECEWISE"
+    full_cuda_graphs: ClassVar[bool] = False
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(min(self.chunk + max_num_batched_tokens, context), block_size)
