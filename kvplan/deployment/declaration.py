@@ -109,7 +109,8 @@ class Deployment:
                                unmodelled={"_autodeploy": "kvplan does not model TensorRT-LLM's _autodeploy backend"},
                                engines=("trtllm",))
     optimization_level: int | None = knob("int", "vLLM 0.12+ -O level: 0 compiles nothing and captures no CUDA "
-                                          "graphs; 1-3 change graph modes (not modelled).", minimum=0, maximum=3,
+                                          "graphs; 1 captures PIECEWISE graphs only; 2-3 FULL and PIECEWISE.",
+                                          minimum=0, maximum=3,
                                           short=("O",), engines=("vllm",))
     num_gpu_blocks_override: int | None = knob("int", "vLLM: this many KV blocks, whatever the memory budget says.",
                                                minimum=1, maximum=2**40, engines=("vllm",))

@@ -501,7 +501,8 @@ NOTED: dict[str, tuple[str, str]] = {
     "aux-output-config": ("value", "routed-experts output buffer (max_bytes)"),
     "optimization-level": (
         "value",
-        "-O0 turns off compilation and CUDA graphs (like --enforce-eager); -O1/-O2/-O3 change graph modes",
+        "-O0 turns off compilation and CUDA graphs (like --enforce-eager), -O1 captures PIECEWISE graphs only "
+        "(both modelled); the fusions and compile ranges of -O2/-O3 are not",
     ),
     "performance-mode": ("value", "interactivity/throughput change CUDA-graph sizes and batching defaults"),
 }
