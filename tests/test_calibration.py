@@ -127,3 +127,16 @@ def test_the_version_sweep_places_the_era_steps():
         assert abs(memory.non_torch_bytes / GiB - entry["non_torch_gib"]) <= 0.005, entry["id"]
         assert abs(memory.activation_bytes / GiB - entry["activation_gib"]) <= 0.1, entry["id"]
     assert calibration.plan_for(sweep["V17"]).memory.activation_bytes == 2_487_479_172
+
+
+def test_the_readme_states_the_counts_the_calibration_gives():
+    from pathlib import Path
+
+    from kvplan import engine_calibration
+
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    rows = [calibration.from_scratch(e) for e in ENTRIES]
+    within = sum(abs(r.error_percent) <= 3 for r in rows)
+    assert f"on {within} of {len(rows)} dense and MoE logs" in readme
+    overall, total = engine_calibration.overall()
+    assert f"across every engine's logs, {overall} of {total} within 3%" in readme
