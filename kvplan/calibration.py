@@ -50,7 +50,7 @@ def cuda_graph_estimate(entry: dict[str, Any]) -> int:
     (the v0.19 logs print it without doing so)."""
     dep, gpu = deployment(entry, estimate_cudagraphs=True)
     plan = estimate(resolve(entry["model"]), dep, gpu)
-    return (plan.stage_memories[0] if plan.stage_memories else plan.memory).cuda_graph_bytes
+    return plan.rank_zero_memory.cuda_graph_bytes
 
 
 def cuda_graph_line() -> str:
@@ -83,8 +83,7 @@ class Residual:
 
 def from_scratch(entry: dict[str, Any]) -> Residual:
     plan = plan_for(entry)
-    # the memory line is rank 0's: with pipeline stages, the first stage's
-    m = plan.stage_memories[0] if plan.stage_memories else plan.memory
+    m = plan.rank_zero_memory  # the memory line is rank 0's
     return Residual(entry["id"], entry["model"], entry["version"], entry["available_gib"], m.kv_cache_bytes / GiB,
                     m.weights_bytes / GiB, m.activation_bytes / GiB, m.non_torch_bytes / GiB, m.cuda_graph_bytes / GiB)
 

@@ -125,6 +125,11 @@ class Plan:
     pools: SplitPools | None = None
     stage_memories: tuple[Memory, ...] = ()  # every pipeline stage's first rank, in stage order
 
+    @property
+    def rank_zero_memory(self) -> Memory:
+        """The first pipeline stage's first rank: the one whose lines an engine's log prints first."""
+        return self.stage_memories[0] if self.stage_memories else self.memory
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model.summary(),

@@ -341,8 +341,7 @@ def checks(run: LoggedRun, low: Plan, high: Plan, scratch: Plan | None, notes: l
 
 def terms(run: LoggedRun, scratch: Plan | None, dep: Deployment) -> list[Term]:
     graphs_counted = _graphs_in_budget(run, dep)
-    # the log's first reading is the first rank's, so of the first pipeline stage
-    memory = (scratch.stage_memories[0] if scratch.stage_memories else scratch.memory) if scratch else None
+    memory = scratch.rank_zero_memory if scratch else None  # the log's figures are rank 0's
     rows = []
     for term, name, sign in TERMS:
         predicted = getattr(memory, name) if memory else None

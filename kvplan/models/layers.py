@@ -274,13 +274,11 @@ class ChunkedLocal(_KeyValueHeads):
         return f"chunked local {self.chunk}, {self.kv_heads} KV heads x {self.head_dim}"
 
 
-@dataclass(frozen=True)
-class LatentAttention(_OneMixer):
-    """MLA: one compressed latent (kv_lora_rank + qk_rope_head_dim) per token; no separate K and V,
-    and the same latent is kept whole on every tensor-parallel rank."""
+class _Latent(_OneMixer):
+    """Arithmetic of the MLA kinds: one latent per token, whole on every tensor-parallel rank, every token kept.
+    Holds no data, like _KeyValueHeads."""
 
     latent_dim: int
-    kind: ClassVar[str] = "mla"
     latent_cache: ClassVar[bool] = True
     holds_kv: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
@@ -297,17 +295,29 @@ class LatentAttention(_OneMixer):
     def heads_per_rank(self, tp: int) -> int:
         return 1
 
-    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return kv_format(kv_bytes).latent_bytes(self.latent_dim)
-
-    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+    def page_bytes(self: Layer, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
-
-    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
-        return (latent_tensor(block_size, self.latent_dim, kv_format(kv_bytes)),)
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(context, block_size)
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.latent_attention()
+
+
+@dataclass(frozen=True)
+class LatentAttention(_Latent):
+    """MLA: one compressed latent (kv_lora_rank + qk_rope_head_dim) per token; no separate K and V,
+    and the same latent is kept whole on every tensor-parallel rank."""
+
+    latent_dim: int
+    kind: ClassVar[str] = "mla"
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return kv_format(kv_bytes).latent_bytes(self.latent_dim)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (latent_tensor(block_size, self.latent_dim, kv_format(kv_bytes)),)
 
     def as_full(self) -> LatentAttention:
         return self
@@ -320,12 +330,9 @@ class LatentAttention(_OneMixer):
         return (f"{layers} layers x {self.latent_dim} latent x {block_size} tokens x {kv_bytes} B = {total:,} B "
                 "(MLA: no K/V factor, whole on every rank)")
 
-    def mixer_params(self, counter: MixerCounter) -> int:
-        return counter.latent_attention()
-
 
 @dataclass(frozen=True)
-class SparseLatentAttention(_OneMixer):
+class SparseLatentAttention(_Latent):
     """DeepSeek sparse attention (DeepSeek-V3.2, the configs with a lightning indexer: index_topk, index_head_dim):
     the MLA latent per token, and beside it in the same page the indexer's own key, one vector of index_head_dim
     per token for all its heads (vLLM deepseek_v2.py DeepseekV32IndexerCache: an MLAAttentionSpec of one head).
@@ -340,24 +347,9 @@ class SparseLatentAttention(_OneMixer):
     index_heads: int
     index_topk: int
     kind: ClassVar[str] = "sparse_mla"
-    latent_cache: ClassVar[bool] = True
-    holds_kv: ClassVar[bool] = True
-    drops_old_tokens: ClassVar[bool] = False
-    has_mlp: ClassVar[bool] = True
     kernel_block_size: ClassVar[int | None] = 64
     INDEXER_QUANT_BLOCK: ClassVar[int] = 128  # values per fp32 scale (vLLM Indexer.quant_block_size)
     INDEXER_SCALE_BYTES: ClassVar[int] = 4
-
-    @property
-    def kv_heads(self) -> int:
-        return 1
-
-    @property
-    def head_dim(self) -> int:
-        return self.latent_dim
-
-    def heads_per_rank(self, tp: int) -> int:
-        return 1
 
     def latent_format(self, kv_bytes: int) -> KvFormat:
         served = kv_format(kv_bytes)
@@ -372,15 +364,9 @@ class SparseLatentAttention(_OneMixer):
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
         return self.latent_bytes_per_token(kv_bytes) + self.indexer_bytes_per_token()
 
-    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
-        return block_size * self.bytes_per_token(kv_bytes, tp)
-
     def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
         return (latent_tensor(block_size, self.latent_dim, self.latent_format(kv_bytes)),
                 PageTensor("indexer_k", (block_size, self.indexer_bytes_per_token()), 1))
-
-    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
-        return cdiv(context, block_size)
 
     def as_full(self) -> SparseLatentAttention:
         return self
@@ -393,9 +379,6 @@ class SparseLatentAttention(_OneMixer):
         total = layers * self.page_bytes(block_size, kv_bytes, tp)
         return (f"{layers} layers x {block_size} tokens x ({self.latent_bytes_per_token(kv_bytes)} B latent + "
                 f"{self.indexer_bytes_per_token()} B indexer K) = {total:,} B (sparse MLA: whole on every rank)")
-
-    def mixer_params(self, counter: MixerCounter) -> int:
-        return counter.latent_attention()
 
 
 class _NoPages(_OneMixer):

@@ -32,18 +32,28 @@ class RopeTable:
 
 # Rows of the table by scaling type, as vLLM's rotary classes size them (layers/rotary_embedding/), from
 # (max_position_embeddings, the pre-training length, the factor).
-ROWS: dict[str, Callable[[int, int, float], int]] = {
-    # LinearScaling / DynamicNTKScaling reach max_position x factor
-    "linear": lambda longest, original, factor: int(longest * factor),
-    "dynamic": lambda longest, original, factor: int(longest * factor),
-    # YaRN and DeepSeek's YaRN build from the pre-training length
-    "yarn": lambda longest, original, factor: int(original * factor),
-    "deepseek_yarn": lambda longest, original, factor: int(original * factor),
-    "deepseek_llama_scaling": lambda longest, original, factor: int(original * factor),
-    # Phi-3 LongRoPE stacks the short table (pre-training length) on the long one
-    "longrope": lambda longest, original, factor: original + longest,
-    "su": lambda longest, original, factor: original + longest,
-}
+Rows = Callable[[int, int, float], int]
+
+
+def _longest_scaled(longest: int, original: int, factor: float) -> int:
+    return int(longest * factor)  # LinearScaling / DynamicNTKScaling reach max_position x factor
+
+
+def _original_scaled(longest: int, original: int, factor: float) -> int:
+    return int(original * factor)  # YaRN and DeepSeek's YaRN build from the pre-training length
+
+
+def _stacked(longest: int, original: int, factor: float) -> int:
+    return original + longest  # Phi-3 LongRoPE stacks the short table (pre-training length) on the long one
+
+
+def _longest(longest: int, original: int, factor: float) -> int:
+    return longest  # default, llama3, ntk, dynamic alpha
+
+
+ROWS: dict[str, Rows] = {"linear": _longest_scaled, "dynamic": _longest_scaled, "yarn": _original_scaled,
+                         "deepseek_yarn": _original_scaled, "deepseek_llama_scaling": _original_scaled,
+                         "longrope": _stacked, "su": _stacked}
 # M-RoPE (MRotaryEmbedding, mrope.py) is what get_rope builds for these types with an mrope_section, 4 x the length
 # for multimodal positions (video frames)
 MROPE_TYPES = ("default", "mrope", "yarn")
@@ -58,7 +68,7 @@ def _table(scaling: ConfigFields | None, longest: int, original: int, rotary_dim
     original = scaling.integer("original_max_position_embeddings", original)
     if kind == "dynamic" and scaling.has("alpha"):  # DynamicNTKAlpha keeps max_position
         kind = "dynamic_alpha"
-    rows = ROWS.get(kind, lambda longest, original, factor: longest)(longest, original, factor)
+    rows = ROWS.get(kind, _longest)(longest, original, factor)
     if kind in MROPE_TYPES and (kind == "mrope" or scaling.has("mrope_section")):
         kind, rows = "mrope", 4 * rows
     if rows > MAX_POSITIONS:
