@@ -13,6 +13,7 @@ import pytest
 
 from kvplan.cli.app import main
 from kvplan.errors import KvplanError
+from kvplan.simulate import traces
 from kvplan.simulate.allocators import make_allocator
 from kvplan.simulate.distributions import LogNormal, Uniform, Zipf, parse_distribution
 from kvplan.simulate.pool import Pool, StepTime
@@ -96,6 +97,34 @@ def test_bad_trace_lines_are_named(tmp_path, content, where, what):
 def test_missing_trace():
     with pytest.raises(KvplanError, match="cannot read the trace"):
         read_trace("no-such-trace.csv")
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_endless_trace_is_refused_at_the_cap():
+    # /dev/zero stats as 0 bytes and never ends: at most MAX_TRACE_BYTES + 1 bytes may be read before the refusal.
+    # 1 GiB of address space is room for the capped read (256 MB, and its text) but not for reading on forever.
+    def one_gib_of_address_space() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    result = subprocess.run([sys.executable, "-m", "kvplan", "simulate", "--model", "Qwen/Qwen2.5-7B", "--gpu",
+                             "rtx3090", "--trace", "/dev/zero"], capture_output=True, text=True, timeout=120,
+                            preexec_fn=one_gib_of_address_space)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("kvplan: error: /dev/zero: the trace is over 256,000,000 bytes, more than the 1,000,000 "
+                             "requests simulate plays can fill; cut it to the requests to play\n")
+
+
+def test_trace_cap_counts_bytes_read(tmp_path, monkeypatch):
+    # "prompt_len,output_len\n" (22 B) + "10,3\n" (5 B) = 27 B: read at a cap of 27, refused at 26
+    path = tmp_path / "trace.csv"
+    path.write_bytes(b"prompt_len,output_len\n10,3\n")
+    monkeypatch.setattr(traces, "MAX_TRACE_BYTES", 27)
+    assert [(r.prompt, r.output) for r in read_trace(str(path)).requests] == [(10, 3)]
+    monkeypatch.setattr(traces, "MAX_TRACE_BYTES", 26)
+    with pytest.raises(KvplanError, match="over 26 bytes"):
+        read_trace(str(path))
 
 
 def test_arrivals_on_the_step_clock():

@@ -19,7 +19,8 @@ from kvplan.simulate.distributions import MAX_LENGTH
 from kvplan.simulate.sharing import Sharing
 from kvplan.simulate.workload import MAX_REQUESTS, Request, Workload, sharing_mode
 
-MAX_TRACE_BYTES = 1 << 30
+# MAX_REQUESTS lines of up to 256 B (an Azure line is about 37 B, a JSON line with every key about 120 B)
+MAX_TRACE_BYTES = MAX_REQUESTS * 256
 
 
 def _seconds(value: str) -> float:
@@ -62,15 +63,7 @@ class _LineError(Exception):
 
 def read_trace(path: str, default_prefix_len: int = 0) -> Workload:
     file = Path(path)
-    try:
-        size = file.stat().st_size
-        if size > MAX_TRACE_BYTES:
-            raise KvplanError(f"the trace is {size:,} bytes; at most {MAX_TRACE_BYTES:,} are read", path)
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise KvplanError(f"cannot read the trace: {exc.strerror or exc}", path) from None
-    except UnicodeDecodeError:
-        raise KvplanError("the trace is not UTF-8 text", path) from None
+    text = _trace_text(file, path)
     rows = _jsonl_rows(text, path) if _looks_like_jsonl(text) else _csv_rows(text, path)
     requests: list[Request] = []
     prefixes: dict[str, int] = {}
@@ -96,6 +89,22 @@ def read_trace(path: str, default_prefix_len: int = 0) -> Workload:
     description = {"source": f"trace ({layout.name if layout else '?'})", "file": file.name,
                    "requests": len(requests), "arrivals": "from the trace" if timed else "all at once"}
     return Workload(requests, description)
+
+
+def _trace_text(file: Path, path: str) -> str:
+    """At most one byte past the cap is read: /dev/zero, a FIFO or a growing log has no honest size to stat."""
+    try:
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_TRACE_BYTES + 1)
+    except OSError as exc:
+        raise KvplanError(f"cannot read the trace: {exc.strerror or exc}", path) from None
+    if len(raw) > MAX_TRACE_BYTES:
+        raise KvplanError(f"the trace is over {MAX_TRACE_BYTES:,} bytes, more than the {MAX_REQUESTS:,} requests "
+                          "simulate plays can fill; cut it to the requests to play", path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KvplanError("the trace is not UTF-8 text", path) from None
 
 
 def _shifted(request: Request, start: float) -> Request:
