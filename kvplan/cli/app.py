@@ -31,7 +31,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
-COMMANDS = ("estimate", "check", "verify", "simulate", "size", "explain", "gpus", "models")
+COMMANDS = ("estimate", "check", "verify", "simulate", "size", "explain", "gpus", "models", "serve")
 _registered: set[str] = set()
 
 

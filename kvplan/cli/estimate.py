@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,9 @@ from kvplan.cli.options import (
     VllmVersionOpt,
     deployment_of,
 )
+
+if TYPE_CHECKING:
+    from kvplan.api import Estimate
 
 HELP = "KV blocks, tokens and concurrency a deployment gets, as the engine will allocate them."
 EPILOG = (
@@ -75,8 +78,7 @@ def estimate(
     results = estimates(deployment, tuple(parse_contexts(context, "--context")), suggest, token)
 
     if json_output:
-        documents = [result.to_dict() for result in results]
-        print_json(documents if len(documents) > 1 else documents[0])
+        print_json(json_document(results))
     else:
         import sys
 
@@ -89,6 +91,12 @@ def estimate(
 
             console().print(render_comparison([result.plan for result in results]))
     return 0 if all(result.plan.capacity.fits for result in results) else 1
+
+
+def json_document(results: list[Estimate]) -> Any:
+    """The --json document (and kvplan serve's): one plan's, or a list of them when several GPUs are named."""
+    documents = [result.to_dict() for result in results]
+    return documents if len(documents) > 1 else documents[0]
 
 
 COMMAND = estimate

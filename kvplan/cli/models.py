@@ -43,14 +43,22 @@ def _row(spec: ModelSpec, label: str) -> dict[str, object]:
             "kv_dtype": kv_dtype, "kv_bytes_per_token": spec.kv_bytes_per_token(kv_bytes), "source": label}
 
 
-@app.command("list", help="Table of bundled and user specs.")
-def list_models(json_output: JsonFlag = False) -> None:
-    rows = []
+def model_rows() -> tuple[list[dict[str, object]], list[str]]:
+    """The rows of `models list --json` (and kvplan serve's /api/models), and a note for each spec skipped."""
+    rows, skipped = [], []
     for spec_file in sources.spec_files():
         try:
             rows.append(_row(sources.read_spec_file(spec_file), spec_file.label))
         except KvplanError as exc:  # one broken user spec must not hide the others
-            sys.stderr.write(f"kvplan: note: skipped {spec_file.kind} spec: {' '.join(str(exc).split())}\n")
+            skipped.append(f"skipped {spec_file.kind} spec: {' '.join(str(exc).split())}")
+    return rows, skipped
+
+
+@app.command("list", help="Table of bundled and user specs.")
+def list_models(json_output: JsonFlag = False) -> None:
+    rows, skipped = model_rows()
+    for note in skipped:
+        sys.stderr.write(f"kvplan: note: {note}\n")
     if json_output:
         print_json(rows)
         return
