@@ -6,6 +6,7 @@ keeping a second copy of the KV in memory."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ class DecodeResult:
 
     @property
     def ok(self) -> bool:
-        return self.layers > 0 and self.max_abs_err <= self.tolerance
+        return self.layers > 0 and math.isfinite(self.max_abs_err) and self.max_abs_err <= self.tolerance
 
     @property
     def bandwidth_gbps(self) -> float | None:
@@ -157,11 +158,18 @@ def run_decode(pool: Pool, lengths: list[int], attention_heads: int, tp: int, ke
         for row, length in enumerate(lengths):
             k, v = _sequence_kv(layer, row, length, seed, pool.dtype, device)
             expected = reference(queries[i][row], k.to(compute), v.to(compute), length, layer.attention.visibility)
-            worst = max(worst, float((outputs[i][row].double() - expected).abs().max()))
+            worst = _worse(worst, float((outputs[i][row].double() - expected).abs().max()))
             seen = int(layer.attention.visibility.visible(torch.arange(length), torch.tensor(length)).sum())
             distinct = 1 if layer.attention.shared else 2
             kv_read += seen * distinct * layer.keys[0, 0].numel() * layer.keys.element_size()
+    if not math.isfinite(worst):
+        notes.append("the paged decode's output holds NaN or infinite values: a failure, whatever the tolerance")
     return DecodeResult(len(lengths), lengths, worst, TOLERANCE[compute], seconds, kv_read, len(layers), notes)
+
+
+def _worse(worst: float, error: float) -> float:
+    """The larger error, NaN counting as the worst of all: max() would keep the first argument over a NaN."""
+    return error if math.isnan(error) or error > worst else worst
 
 
 def _timed(step: Callable[[], list[torch.Tensor]], device: torch.device) -> tuple[list[torch.Tensor], float]:

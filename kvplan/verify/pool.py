@@ -14,6 +14,30 @@ from kvplan.verify.shape import Buffer, PoolShape
 
 # torch.OutOfMemoryError since torch 2.5; torch.cuda's before
 OutOfMemory = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+# Every byte of a new pool is written with this: memory the OS only promised is then really held, and a decode
+# that read a slot it never wrote sees a huge value (0x7B7B7B7B is 1.3e36 as float32, 0x7B7B 1.3e36 as bfloat16
+# and 61,280 as float16, 0x7B 352 as fp8 e4m3 and 57,344 as e5m2), not the zeros or stale keys left before it.
+UNWRITTEN = 0x7B
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """An allocator's refusal: CUDA's OutOfMemoryError, or the CPU allocator's RuntimeError ('DefaultCPUAllocator:
+    can't allocate memory')."""
+    text = str(exc).lower()
+    return isinstance(exc, (OutOfMemory, MemoryError)) or (
+        isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text))
+
+
+def empty_bytes(nbytes: int, device: torch.device) -> torch.Tensor:
+    """nbytes of real memory, each written once; PoolDoesNotFit (having handed back what it took) when the device
+    refuses them."""
+    try:
+        return torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(UNWRITTEN)
+    except (RuntimeError, MemoryError) as exc:
+        if not out_of_memory(exc):
+            raise
+        release(device)
+        raise PoolDoesNotFit(str(exc).split("\n")[0]) from None
 
 
 class PoolDoesNotFit(Exception):
@@ -58,7 +82,7 @@ def _views(raw: torch.Tensor, buffer: Buffer, num_blocks: int, dtype: torch.dtyp
 def allocate(shape: PoolShape, num_blocks: int, kv_dtype: str, device: torch.device,
              cap_bytes: int | None = None) -> Pool:
     """num_blocks pages in every buffer. cap_bytes: the most the pool may take (the CPU dry run's device size).
-    Raises PoolDoesNotFit, having freed what it took, when the device runs out."""
+    Every byte is written (UNWRITTEN). Raises PoolDoesNotFit, having freed what it took, when the device runs out."""
     if cap_bytes is not None and shape.pool_bytes(num_blocks) > cap_bytes:
         raise PoolDoesNotFit(f"{shape.pool_bytes(num_blocks):,} B over the cap of {cap_bytes:,} B")
     dtype = torch_dtype(kv_dtype)
@@ -68,13 +92,13 @@ def allocate(shape: PoolShape, num_blocks: int, kv_dtype: str, device: torch.dev
     pool = Pool(shape, num_blocks, [], dtype)
     try:
         for buffer in shape.buffers:
-            raw = torch.empty(num_blocks * buffer.page_bytes, dtype=torch.uint8, device=device)
+            raw = empty_bytes(num_blocks * buffer.page_bytes, device)
             pool.buffers.append(raw)
             pool.views.append(_views(raw, buffer, num_blocks, dtype))
-    except OutOfMemory as exc:
+    except PoolDoesNotFit:
         pool.free()
         release(device)
-        raise PoolDoesNotFit(str(exc).split("\n")[0]) from None
+        raise
     return pool
 
 

@@ -4,6 +4,7 @@ everything, on errors and Ctrl-C too."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from kvplan.deployment import Deployment
 from kvplan.verify.decode import DecodeResult, decode_lengths, run_decode
 from kvplan.verify.device import Device, open_device
 from kvplan.verify.kernels import kernel
-from kvplan.verify.pool import OutOfMemory, Pool, PoolDoesNotFit, allocate, release
+from kvplan.verify.pool import Pool, PoolDoesNotFit, allocate, empty_bytes, out_of_memory, release
 from kvplan.verify.probe import allocation_fits, largest_fitting, plan_error_pct
 from kvplan.verify.progress import Progress
 from kvplan.verify.target import RankTarget, rank_target
@@ -41,9 +42,8 @@ def _standin(nbytes: int, device: Device) -> torch.Tensor | None:
     if nbytes <= 0 or device.is_cpu:
         return None
     try:
-        return torch.empty(nbytes, dtype=torch.uint8, device=device.where)
-    except OutOfMemory:
-        release(device.where)
+        return empty_bytes(nbytes, device.where)
+    except PoolDoesNotFit:
         raise PoolDoesNotFit(f"the plan's {nbytes:,} B beside the pool do not fit") from None
 
 
@@ -57,11 +57,11 @@ def verify_rank(options: Options, rank: int = 0, world: int = 1, local_rank: int
     try:
         progress.step("planning")
         target = rank_target(options.deployment, device, rank, world, options.token)
-        notes = [note for note in (device.catalogue_note(),) if note]
+        notes = [note for note in (device.catalogue_note(), device.cap_note) if note]
         ranks = target.plan.tensor_parallel * target.plan.pipeline_parallel
         if world == 1 and ranks > 1:
             notes.append(f"rank 0 of {ranks} verified; --nproc {ranks} runs every rank")
-        return _verify(options, device, target, notes, held, progress)
+        return _verify(_Rank(options, device, target, notes, progress), held)
     finally:
         held.clear()
         release(device.where)
@@ -69,80 +69,108 @@ def verify_rank(options: Options, rank: int = 0, world: int = 1, local_rank: int
         progress.done()
 
 
-def _verify(options: Options, device: Device, target: RankTarget, notes: list[str],
-            held: dict[str, torch.Tensor | None], progress: Progress) -> dict[str, Any]:
-    plan, kv_dtype = target.plan, target.plan.kv_dtype
-    cap = device.cap_bytes
+@dataclass(eq=False)
+class _Rank:
+    """One rank's run: what it was asked, where, for which target; the notes it gathers."""
 
-    def take(blocks: int) -> Pool:
-        return allocate(target.shape, blocks, kv_dtype, device.where, cap)
+    options: Options
+    device: Device
+    target: RankTarget
+    notes: list[str]
+    progress: Progress
 
-    def give(pool: object) -> None:
+    def take(self, blocks: int) -> Pool:
+        return allocate(self.target.shape, blocks, self.target.plan.kv_dtype, self.device.where,
+                        self.device.cap_bytes)
+
+    def give(self, pool: object) -> None:
         assert isinstance(pool, Pool)
         pool.free()
-        release(device.where)
+        release(self.device.where)
 
-    fits_alone = True
-    if options.no_weights:
-        notes.append("--no-weights: the pool is measured against free memory alone")
-    elif device.is_cpu:
-        notes.append("CPU dry run: only the pool is allocated, within --max-pool-bytes")
-    else:
-        progress.step("standing in for weights and working memory")
-        try:
-            held["weights"] = _standin(target.weights_bytes, device)
-            held["working"] = _standin(target.working_bytes, device)
-        except PoolDoesNotFit as exc:
-            fits_alone = False
-            notes.append(f"{exc}: measured against free memory alone")
-            held.clear()
 
+def _verify(run: _Rank, held: dict[str, torch.Tensor | None]) -> dict[str, Any]:
+    target, notes = run.target, run.notes
+    fits_alone = _hold_beside_the_pool(run, held)
     planned = target.num_blocks
     if planned == 0:
-        notes.append(plan.error or "the plan has no KV blocks")
-    progress.step(f"allocating {planned:,} blocks")
-    fits = fits_alone and planned > 0 and allocation_fits(take, give)(planned)
-    probe: dict[str, Any] | None = None
-    probed: int | None = None
-    if not fits or options.probe:
-        progress.step("searching the largest pool that fits")
-        free = device.free_now() if cap is None else cap
-        upper = free // target.shape.block_bytes if target.shape.block_bytes else 0
-        largest = largest_fitting(allocation_fits(take, give), upper)
-        probe = {"max_blocks": largest, "plan_error_pct": plan_error_pct(planned, largest)}
-        probed = largest
+        notes.append(target.plan.error or "the plan has no KV blocks")
+    run.progress.step(f"allocating {planned:,} blocks")
+    fits = fits_alone and planned > 0 and allocation_fits(run.take, run.give)(planned)
+    probe = _largest_pool(run) if not fits or run.options.probe else None
     held.pop("working", None)  # the decode step's room
-    release(device.where)
-    blocks = planned if fits else probed or 0
+    release(run.device.where)
+    blocks = planned if fits else probe["max_blocks"] if probe else 0
     if not fits and blocks and planned:
-        where = "--max-pool-bytes" if cap is not None else "free memory"
-        notes.append(f"the planned {planned:,} blocks do not fit ({where}); scaled to the {blocks:,} that do")
+        notes.append(f"the planned {planned:,} blocks do not fit ({run.device.pool_limit}); scaled to the "
+                     f"{blocks:,} that do")
+    decode, allocated_bytes = _decode(run, blocks)
+    return rank_document(run.device, target, blocks, allocated_bytes, decode, probe, fits, notes)
 
-    decode: DecodeResult | None = None
-    allocated_bytes = 0
-    pool: Pool | None = None
-    if blocks:
-        progress.step(f"allocating {blocks:,} blocks")
+
+def _hold_beside_the_pool(run: _Rank, held: dict[str, torch.Tensor | None]) -> bool:
+    """Stand in for the weights and working memory the plan counts beside the pool; False when they do not fit."""
+    if run.options.no_weights:
+        run.notes.append("--no-weights: the pool is measured against free memory alone")
+    elif run.device.is_cpu:
+        run.notes.append("CPU dry run: only the pool is allocated, within --max-pool-bytes")
+    else:
+        run.progress.step("standing in for weights and working memory")
         try:
-            pool = take(blocks)
-        except PoolDoesNotFit as exc:  # the device's free memory moved since it was measured
-            notes.append(f"the {blocks:,} blocks no longer fit: {exc}")
-    if pool is not None:
-        try:
-            allocated_bytes = pool.nbytes
-            chosen, note = kernel(options.kernel)
-            notes.extend([note] if note else [])
-            context = min(options.context, plan.engine.max_model_len)
-            progress.step("paged decode")
-            decode = run_decode(pool, decode_lengths(options.batch, context), plan.model.num_attention_heads,
-                                target.attention_tp, chosen, options.seed + target.rank)
-            notes.extend(decode.notes)
-        except OutOfMemory:
-            notes.append("the decode step's working tensors did not fit beside the pool; lower --batch or --context")
-        finally:
-            pool.free()
-            release(device.where)
-    return rank_document(device, target, blocks, allocated_bytes, decode, probe, fits, notes)
+            held["weights"] = _standin(run.target.weights_bytes, run.device)
+            held["working"] = _standin(run.target.working_bytes, run.device)
+        except PoolDoesNotFit as exc:
+            run.notes.append(f"{exc}: measured against free memory alone")
+            held.clear()
+            return False
+    return True
+
+
+def _largest_pool(run: _Rank) -> dict[str, Any]:
+    run.progress.step("searching the largest pool that fits")
+    cap = run.device.cap_bytes
+    free = run.device.free_now() if cap is None else cap
+    block_bytes = run.target.shape.block_bytes
+    upper = free // block_bytes if block_bytes else 0
+    fits = allocation_fits(run.take, run.give)
+    # the top first: a CPU dry run's cap (and a GPU's free memory in one piece) holds it, in one allocation
+    largest = upper if upper and fits(upper) else largest_fitting(fits, upper - 1)
+    return {"max_blocks": largest, "plan_error_pct": plan_error_pct(run.target.num_blocks, largest)}
+
+
+def _decode(run: _Rank, blocks: int) -> tuple[DecodeResult | None, int]:
+    """The paged decode step over a pool of `blocks`, and the bytes that pool took (0 when none was held)."""
+    if not blocks:
+        return None, 0
+    run.progress.step(f"allocating {blocks:,} blocks")
+    try:
+        pool = run.take(blocks)
+    except PoolDoesNotFit as exc:  # the device's free memory moved since it was measured
+        run.notes.append(f"the {blocks:,} blocks no longer fit: {exc}")
+        return None, 0
+    try:
+        chosen, note = kernel(run.options.kernel)
+        run.notes.extend([note] if note else [])
+        target = run.target
+        context = min(run.options.context, target.plan.engine.max_model_len)
+        run.progress.step("paged decode")
+        decode = run_decode(pool, decode_lengths(run.options.batch, context), target.plan.model.num_attention_heads,
+                            target.attention_tp, chosen, run.options.seed + target.rank)
+        run.notes.extend(decode.notes)
+        return decode, pool.nbytes
+    except (RuntimeError, MemoryError) as exc:
+        if not out_of_memory(exc):
+            raise
+        run.notes.append("the decode step's working tensors did not fit beside the pool; lower --batch or --context")
+        return None, pool.nbytes
+    finally:
+        pool.free()
+        release(run.device.where)
+
+
+def _finite_or_none(error: float) -> float | None:
+    """JSON has no NaN or infinity: a non-finite error is null, and a note says what it was."""
+    return error if math.isfinite(error) else None
 
 
 def rank_document(device: Device, target: RankTarget, blocks: int, allocated_bytes: int,
@@ -160,7 +188,7 @@ def rank_document(device: Device, target: RankTarget, blocks: int, allocated_byt
         "allocated": {"num_blocks": blocks, "pool_bytes": allocated_bytes, "fits": fits,
                       "ok": blocks > 0 and allocated_bytes == target.planned_bytes(blocks)},
         "decode": None if decode is None else {
-            "batch": decode.batch, "max_abs_err": decode.max_abs_err if decode.layers else None,
+            "batch": decode.batch, "max_abs_err": _finite_or_none(decode.max_abs_err) if decode.layers else None,
             "tolerance": decode.tolerance, "ok": decode.ok, "seconds": decode.seconds, "kv_bytes_read": decode.kv_bytes_read,
             "bandwidth_gbps": decode.bandwidth_gbps, "peak_bandwidth_gbps": peak},
         "probe": probe,
