@@ -4,17 +4,15 @@ command prints with --json, for the same inputs; the CLI is run for real (kvplan
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
-pytest.importorskip("fastapi", reason="the serve extra: pip install 'kvplan[serve]'")
-
-from fastapi.testclient import TestClient  # noqa: E402
-
-from kvplan.cli.app import main  # noqa: E402
-from kvplan.serve.app import EXIT_HEADER, create_app  # noqa: E402
+from kvplan.cli.app import main
+from kvplan.serve.app import EXIT_HEADER, create_app
 
 QWEN = "Qwen/Qwen2.5-7B"
 
@@ -169,7 +167,7 @@ def test_simulate_post_with_a_command(client, capsys):
 
 
 def test_check_is_the_cli_findings(client, capsys, tmp_path):
-    text = Path(__file__).parent.parent / "examples" / "deployments-fail.yaml".read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent / "examples" / "deployments-fail.yaml").read_text(encoding="utf-8")
     copy = tmp_path / "fleet.yaml"
     copy.write_text(text, encoding="utf-8")
     expected, code = cli(capsys, "check", "--format", "json", str(copy))
@@ -221,3 +219,22 @@ def test_openapi_lists_the_cli_options_and_the_deployment_knobs(client):
     simulate = {p["name"] for p in spec["paths"]["/api/simulate"]["get"]["parameters"]}
     assert {"requests", "prompt-len", "seed", "prefix-caching"} <= simulate and "trace" not in simulate
     assert client.get("/docs").status_code == 200
+
+
+def test_the_readme_curl_runs(client):
+    """README, 'The calculator as a web page and an HTTP API': each curl line answers what the README shows."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## The calculator as a web page"):readme.index("## Commands")]
+    assert "![kvplan serve" in section and (Path(__file__).parent.parent / "docs" / "serve.png").is_file()
+    block = section[section.index("```\n$ curl") + 4:]
+    block = block[:block.index("```")]
+    gets = re.findall(r"curl -s '(http://127\.0\.0\.1:8765(/api/[^']+))'", block)
+    capacity = client.get(gets[0][1]).json()["capacity"]
+    del capacity["ladder"]
+    shown = block[block.index("{"):block.index("}") + 1]
+    assert json.loads(shown) == capacity
+    body = json.loads(re.search(r"-d '(\{.*\})'", block).group(1))
+    tokens = block.split("jq .capacity.tokens\n")[1].split("\n")[0]
+    assert client.post("/api/estimate", json=body).json()["capacity"]["tokens"] == int(tokens) == 2_267_184
+    error = client.get(gets[1][1])
+    assert error.status_code == 400 and error.json() == json.loads(block.strip().splitlines()[-1])

@@ -4,15 +4,12 @@ never a 500 or a traceback; bodies are capped; simulate is bounded in requests a
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
-pytest.importorskip("fastapi", reason="the serve extra: pip install 'kvplan[serve]'")
-
-from fastapi.testclient import TestClient  # noqa: E402
-
-from kvplan.serve import bounded  # noqa: E402
-from kvplan.serve.app import create_app  # noqa: E402
-from kvplan.serve.documents import MAX_SIMULATED_REQUESTS  # noqa: E402
-from kvplan.serve.limits import MAX_BODY_BYTES  # noqa: E402
+from kvplan.serve import bounded
+from kvplan.serve.app import create_app
+from kvplan.serve.documents import MAX_SIMULATED_REQUESTS
+from kvplan.serve.limits import MAX_BODY_BYTES
 
 QWEN = "Qwen/Qwen2.5-7B"
 

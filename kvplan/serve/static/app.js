@@ -12,6 +12,7 @@ const SEGMENTS = [
 const GiB = 2 ** 30;
 const n = (value) => Number(value).toLocaleString("en-US");
 const gib = (bytes) => (bytes / GiB).toFixed(2) + " GiB";
+const times = (value) => Number(value).toFixed(2) + "x"; // concurrency, as the CLI prints it
 
 function fields() {
   return Array.from(form().elements).filter((el) => el.name);
@@ -119,7 +120,7 @@ function render(answer, params) {
   drawBar(doc.memory);
   $("blocks").textContent = n(cap.num_blocks) + " blocks of " + eng.block_size + " tokens (" + n(doc.kv.block_bytes) + " B)";
   $("tokens").textContent = n(cap.tokens);
-  $("concurrency").textContent = cap.max_concurrency + "x at " + n(eng.max_model_len) + " tokens per request";
+  $("concurrency").textContent = times(cap.max_concurrency) + " at " + n(eng.max_model_len) + " tokens per request";
   $("longest").textContent = n(cap.max_model_len_that_fits) + " tokens for one request";
   $("formula").textContent = working.formula;
   $("pool").textContent = working.pool;
@@ -140,9 +141,10 @@ function render(answer, params) {
     const code = document.createElement("code");
     code.textContent = lever.flags;
     row.insertCell().appendChild(code);
-    cell(row, n(lever.tokens)); cell(row, lever.max_concurrency + "x");
+    cell(row, n(lever.tokens)); cell(row, times(lever.max_concurrency));
     cell(row, lever.fits ? "yes" : "no", lever.fits ? "fits-yes" : "fits-no");
-    row.insertCell().appendChild(copyButton(lever.flags, "Copy " + lever.flags));
+    const flags = lever.flags.replace(/ \(.*\)$/, ""); // "--quantization awq (with a 4-bit checkpoint)"
+    row.insertCell().appendChild(copyButton(flags, "Copy " + flags));
   }
   $("levers-box").hidden = !(doc.levers || []).length;
   const notes = $("notes");
@@ -155,7 +157,7 @@ function render(answer, params) {
   $("cli").textContent = answer.command;
   $("json-link").href = "/api/estimate?" + params.toString();
   $("answer").hidden = false;
-  $("status").textContent = n(cap.tokens) + " KV tokens, " + cap.max_concurrency + "x concurrency" +
+  $("status").textContent = n(cap.tokens) + " KV tokens, " + times(cap.max_concurrency) + " concurrency" +
     (doc.error ? "; the engine would refuse to start." : ".");
 }
 
