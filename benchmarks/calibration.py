@@ -1,7 +1,8 @@
 """Print kvplan's calibration tables: vLLM's from-scratch residuals, SGLang's and TensorRT-LLM's replays and
 residuals, then the vLLM hybrid-model replays and residuals (docs/calibration.md carries them)."""
 
-from kvplan import calibration, engine_calibration
+from kvplan.calibration import engines as engine_calibration
+from kvplan.calibration import vllm as calibration
 
 if __name__ == "__main__":
     rows = [calibration.from_scratch(entry) for entry in calibration.entries()]

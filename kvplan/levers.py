@@ -58,13 +58,9 @@ def flag(name: str, engine: str, value: object) -> str:
     """A knob as the engine's own command line spells it (--context-length on SGLang, --max_seq_len on
     trtllm-serve), so that a lever can be pasted."""
     from kvplan.deployment.declaration import BY_NAME
-    from kvplan.deployment.launch import flag_table
+    from kvplan.deployment.dialect import dialect_of
 
-    knob = BY_NAME()[name]
-    own = knob.engine_aliases.get(engine)
-    dashed = own[0] if own else knob.name.replace("_", "-")
-    native: dict[str, str] = getattr(flag_table(engine), "NATIVE", {})
-    return f"{native.get(dashed, '--' + dashed)} {value}"
+    return f"{dialect_of(engine).flag_for(BY_NAME()[name])} {value}"
 
 
 def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: ModelSpec | None = None,
@@ -81,7 +77,9 @@ def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: 
         candidates.append((f"max_model_len {length}", flag("max_model_len", engine, length),
                            replace(dep, max_model_len=length), gpu, None))
     util = base.engine.gpu_memory_utilization
-    if dep.engine == "vllm" and util is not None and util < 0.95 and dep.kv_cache_memory_bytes is None:
+    from kvplan.deployment.dialect import dialect_of
+
+    if dialect_of(engine).raises_utilization and util is not None and util < 0.95 and dep.kv_cache_memory_bytes is None:
         candidates.append(("gpu_memory_utilization 0.95", flag("gpu_memory_utilization", engine, 0.95),
                            replace(dep, gpu_memory_utilization=0.95), gpu, None))
     quantized = spec.quantization is not None or dep.quantization is not None

@@ -1,10 +1,10 @@
-"""Calibration against real vLLM startup logs (kvplan/data/vllm_calibration.yaml, each entry with its source)."""
+"""Calibration against real vLLM startup logs (kvplan/engines/vllm/data/calibration.yaml, each entry with its source)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kvplan import calibration
+from kvplan.calibration import vllm as calibration
 from kvplan.units import GiB
 
 ENTRIES = calibration.entries()
@@ -107,7 +107,7 @@ def test_overall_target_of_the_calibration():
     # vLLM hybrids) within 3%; docs/calibration.md states the count
     from pathlib import Path
 
-    from kvplan import engine_calibration
+    from kvplan.calibration import engines as engine_calibration
 
     within, total = engine_calibration.overall()
     assert within >= 0.9 * total
@@ -132,7 +132,7 @@ def test_the_version_sweep_places_the_era_steps():
 def test_the_readme_states_the_counts_the_calibration_gives():
     from pathlib import Path
 
-    from kvplan import engine_calibration
+    from kvplan.calibration import engines as engine_calibration
 
     readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
     rows = [calibration.from_scratch(e) for e in ENTRIES]

@@ -102,7 +102,7 @@ def manifest(tag="v0.11.0", extra="", gpus=1):
     return MANIFEST.format(tag=tag, extra=extra, gpus=gpus)
 
 
-# flags_vllm.RENAMED: --num-scheduler-steps "last in v0.10.0, unrecognized from v0.10.1".
+# kvplan/engines/vllm/flags.py RENAMED: --num-scheduler-steps "last in v0.10.0, unrecognized from v0.10.1".
 @pytest.mark.parametrize(("tag", "status"), [("v0.11.0", "fail"), ("v0.10.0", "warn")])
 def test_current_flags_follow_the_pinned_version(tmp_path, tag, status):
     findings = check(tmp_path, manifest(tag, ', "--num-scheduler-steps", "8"'), "k8s.yaml", gpu="h100")

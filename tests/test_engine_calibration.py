@@ -1,4 +1,4 @@
-"""SGLang and TensorRT-LLM startup logs (kvplan/data/engine_calibration.yaml, each entry with its public source)
+"""SGLang and TensorRT-LLM startup logs (each engine's data/calibration.yaml, each entry with its public source)
 replayed through kvplan's engine rules (kvplan/engines/sglang.py, trtllm.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import engine_calibration as calibration
-from kvplan.engines import sglang, trtllm
+from kvplan.calibration import engines as calibration
+from kvplan.engines.sglang import budget as sglang
+from kvplan.engines.trtllm import budget as trtllm
 from kvplan.units import GiB
 
 BY_ID = {entry["id"]: entry for entry in calibration.entries()}

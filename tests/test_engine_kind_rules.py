@@ -10,8 +10,10 @@ import pytest
 
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
-from kvplan.engines import sglang, trtllm, vllm
 from kvplan.engines.base import CUDA_CONTEXT_BYTES
+from kvplan.engines.sglang import budget as sglang
+from kvplan.engines.trtllm import budget as trtllm
+from kvplan.engines.vllm import budget as vllm
 from kvplan.models.layers import (
     FullAttention,
     LatentAttention,

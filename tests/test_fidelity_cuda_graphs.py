@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan import engine_calibration as calibration
-from kvplan.engines.vllm import cuda_graph_sizes
+from kvplan.calibration import engines as calibration
+from kvplan.engines.vllm.budget import cuda_graph_sizes
 
 MiB = 2**20
 BY_ID = {entry["id"]: entry for entry in calibration.entries()}
@@ -45,11 +45,11 @@ def test_the_estimate_is_one_first_capture_plus_a_part_per_further_size_and_mode
 
 
 def test_the_default_sizes_give_the_v0_19_logs_figure():
-    # The v0.19 H100 logs (data/vllm_calibration.yaml L09: Llama-3.1-8B, 32 layers, 51 + 51 sizes) print
+    # The v0.19 H100 logs (engines/vllm/data/calibration.yaml L09: Llama-3.1-8B, 32 layers, 51 + 51 sizes) print
     # "PIECEWISE ... 138.00 MiB first-capture + (51-1) x 6.00 MiB", "FULL ... 260.00 MiB first-capture +
     # (51-1) x 6.00 MiB" and "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB. kvplan's medians give
     # 256 MiB + 100 x 32 x 0.1875 MiB = 856 MiB = 0.84 GiB.
-    from kvplan.engines.vllm import cuda_graph_bytes
+    from kvplan.engines.vllm.budget import cuda_graph_bytes
     assert cuda_graph_bytes(32, (51, 51)) == 856 * MiB
     # no FULL size (a FULL-less count) adds nothing for that mode
     assert cuda_graph_bytes(32, (51, 0)) == (256 + 50 * 6) * MiB
@@ -61,13 +61,13 @@ def test_v0_20_subtracts_no_graphs():
 
 
 def test_the_two_figures_are_the_medians_of_the_logged_parts():
-    # data/vllm_calibration.yaml graph_parts_mib: each log's "Estimated <MODE> CUDA graph memory: F MiB first-capture
+    # engines/vllm/data/calibration.yaml graph_parts_mib: each log's "Estimated <MODE> CUDA graph memory: F MiB first-capture
     # + (n-1) x P MiB per-graph"; over the logs with 51 sizes in both modes, the median of the larger first capture
     # and of the per-graph figure per decoder layer and mode are kvplan's two constants
     from statistics import median
 
-    from kvplan import calibration as vllm_calibration
-    from kvplan.engines.vllm import CUDA_GRAPH_FIRST_CAPTURE, CUDA_GRAPH_PER_GRAPH_PER_LAYER
+    from kvplan.calibration import vllm as vllm_calibration
+    from kvplan.engines.vllm.budget import CUDA_GRAPH_FIRST_CAPTURE, CUDA_GRAPH_PER_GRAPH_PER_LAYER
     from kvplan.models.sources import resolve
 
     firsts, per_layer = [], []
@@ -86,7 +86,7 @@ def test_the_two_figures_are_the_medians_of_the_logged_parts():
 def test_each_logged_total_is_the_larger_first_capture_plus_every_further_graph():
     # vLLM's own sum, checked on every log that prints both modes: max(first) + (n-1) x per-graph for each mode,
     # within the two-decimal print of the total (L09: 260 + 50 x 6 + 50 x 6 = 860 MiB = 0.84 GiB)
-    from kvplan import calibration as vllm_calibration
+    from kvplan.calibration import vllm as vllm_calibration
 
     checked = 0
     for entry in vllm_calibration.entries():
@@ -111,7 +111,7 @@ def test_the_estimate_against_every_logged_one():
     # the line docs/calibration.md carries: kvplan's estimate for each log's deployment against the total it prints
     from pathlib import Path
 
-    from kvplan import calibration as vllm_calibration
+    from kvplan.calibration import vllm as vllm_calibration
 
     line = vllm_calibration.cuda_graph_line()
     root = Path(__file__).parent.parent
@@ -126,8 +126,8 @@ def test_the_estimate_against_every_logged_one():
 
 
 def test_piecewise_only_where_vllm_captures_no_full_graphs():
-    from kvplan import calibration as vllm_calibration
     from kvplan.api import estimate
+    from kvplan.calibration import vllm as vllm_calibration
 
     # Llama-4-Scout's chunked local attention: "FULL_AND_PIECEWISE is not supported with
     # ChunkedLocalAttention_8192_FlashAttentionBackend ... setting cudagraph_mode=PIECEWISE" (L14 logs PIECEWISE=51

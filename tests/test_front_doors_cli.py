@@ -253,7 +253,7 @@ def test_what_a_new_user_pasted():
 
 
 def test_flags_by_engine_version_and_their_negations():
-    # --swap-space was last in vLLM 0.17.1 (flags_vllm.RENAMED): refused today, accepted for 0.11
+    # --swap-space was last in vLLM 0.17.1 (kvplan/engines/vllm/flags.py RENAMED): refused today, accepted for 0.11
     one_line_error(run("estimate", "--gpu", "h100", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--swap-space", "4"),
                    "--swap-space", "gone from current vLLM")
     result, plan = plan_of("--gpu", "h100", "--vllm-version", "0.11", "--max-model-len", "8192", "--", "vllm",

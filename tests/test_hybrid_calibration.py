@@ -1,5 +1,5 @@
 """vLLM hybrid-model startup logs (engine-calibration Y01-Y12 and the Qwen3-Next log of issue #7, in
-kvplan/data/engine_calibration.yaml with their public sources) replayed through kvplan's vLLM engine from the
+each engine's data/calibration.yaml with their public sources) replayed through kvplan's vLLM engine from the
 logged available memory: block size, tokens and concurrency, each against the log."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import engine_calibration as calibration
+from kvplan.calibration import engines as calibration
 from kvplan.units import GiB
 
 BY_ID = {entry["id"]: entry for entry in calibration.entries()}
@@ -149,7 +149,7 @@ def test_every_vllm_log_closes_or_says_why_not():
 
 def test_packaged_geometry_is_the_tests_fixture():
     # The package cannot read tests/fixtures: it carries its own copy of the Qwen3.5-27B text config.
-    packaged = ROOT / "kvplan" / "data" / "calibration_models" / "qwen3.5-27b.json"
+    packaged = ROOT / "kvplan" / "engines" / "vllm" / "data" / "calibration_models" / "qwen3.5-27b.json"
     fixture = ROOT / "tests" / "fixtures" / "configs" / "hybrid" / "qwen3.5-27b.json"
     assert json.loads(packaged.read_text()) == json.loads(fixture.read_text())
 

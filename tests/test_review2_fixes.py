@@ -9,8 +9,9 @@ import pytest
 
 from kvplan import api
 from kvplan.deployment import Deployment
-from kvplan.engines import sglang, trtllm
 from kvplan.engines.base import Target
+from kvplan.engines.sglang import budget as sglang
+from kvplan.engines.trtllm import budget as trtllm
 from kvplan.errors import KvplanError
 from kvplan.models.families import family_of
 from kvplan.models.fields import ConfigFields

@@ -11,7 +11,8 @@ from dataclasses import replace
 from conftest import load_fixture
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate, sglang
+from kvplan.engines import estimate
+from kvplan.engines.sglang import budget as sglang
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB
@@ -62,7 +63,7 @@ def test_longest_request_follows_the_full_pool():
 
 
 def test_s11_logged_pair_through_the_plan():
-    # S11 (kvplan/data/engine_calibration.yaml, PR sgl-project/sglang#18039's log): page 64, ratio 0.8,
+    # S11 (each engine's data/calibration.yaml, PR sgl-project/sglang#18039's log): page 64, ratio 0.8,
     # full_layer_tokens=375360, swa_layer_tokens=300288. gpt-oss-120b has equal cells on both sides (18 full + 18
     # sliding layers x 2,048 B = 36,864 B each), so full = profiled x 10 / 9: --max-total-tokens 337,856 (5,279
     # pages) gives int(375,395.6) = 375,395 -> 375,360 (5,865 pages) and int(375,395 x 0.8) = 300,316 -> 300,288, the

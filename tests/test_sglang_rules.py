@@ -9,8 +9,8 @@ from conftest import fixture_dict, load_fixture
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate as engines_estimate
-from kvplan.engines import sglang
 from kvplan.engines.base import Target
+from kvplan.engines.sglang import budget as sglang
 from kvplan.errors import KvplanError
 from kvplan.models.hf_config import parse_config
 from kvplan.models.model import SpecSource
@@ -29,7 +29,7 @@ def test_chunked_prefill_and_cuda_graph_batch_by_gpu_size(gpu_mib, tp, defaults)
 
 
 def test_default_fraction_reproduces_the_logged_086_on_an_h100_nvl():
-    # S02 (kvplan/data/engine_calibration.yaml) printed mem_fraction_static=0.86 with chunked_prefill_size 8192 and
+    # S02 (each engine's data/calibration.yaml) printed mem_fraction_static=0.86 with chunked_prefill_size 8192 and
     # cuda_graph_max_bs 256 chosen by SGLang. An H100 NVL (nvidia-smi 95,830 MiB) gives exactly those defaults and
     # reserves 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB: round(82,390 / 95,830, 3) = 0.86.
     assert sglang.gpu_defaults(95_830, 1) == (8192, 256)

@@ -1,4 +1,4 @@
-"""trtllm-serve's --config / --extra_llm_api_options YAML (kvplan/deployment/trtllm_config.py): its values reach
+"""trtllm-serve's --config / --extra_llm_api_options YAML (kvplan/engines/trtllm/options.py): its values reach
 the plan, flags typed on the command line win over it (TensorRT-LLM >= 1.2, NVIDIA/TensorRT-LLM#14812), and a
 bad file is one line naming file:line, exit 2.
 

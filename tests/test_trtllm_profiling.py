@@ -1,7 +1,7 @@
 """What TensorRT-LLM has allocated when it measures the memory left for the KV cache (kvplan/engines/trtllm.py):
 the PyTorch backend's dummy requests, their forward pass and the CUDA graphs captured before it; the TensorRT
 engine backend's execution context, selected by --backend tensorrt or the YAML's backend key. Expected figures
-are derived by hand in the comments; T03 is the DGX Spark log in kvplan/data/engine_calibration.yaml (its full
+are derived by hand in the comments; T03 is the DGX Spark log in each engine's data/calibration.yaml (its full
 text: the kvplan reference notes, same id)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import engine_calibration
 from kvplan.api import estimate, estimates
+from kvplan.calibration import engines as engine_calibration
 from kvplan.deployment import Deployment
 from kvplan.deployment.front_doors import from_cli
 from kvplan.engines import estimate as engines_estimate
-from kvplan.engines import trtllm
+from kvplan.engines.trtllm import budget as trtllm
 from kvplan.errors import KvplanError
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
@@ -179,8 +179,8 @@ def test_engine_backend_on_t08():
 
 
 def test_engine_log_replays_take_the_engine_backend():
-    # kvplan/engine_calibration.py plans an entry of kind trtllm_engine with backend tensorrt: T08-1.5B from scratch
-    # is the 304,448 tokens derived above (data/engine_calibration.yaml holds the same settings)
+    # kvplan/calibration/engines.py plans an entry of kind trtllm_engine with backend tensorrt: T08-1.5B from scratch
+    # is the 304,448 tokens derived above (the engines' data/calibration.yaml holds the same settings)
     entry = next(entry for entry in engine_calibration.entries() if entry["id"] == "T08-1.5B")
     plan = engine_calibration.plan_from_scratch(entry)
     assert plan.capacity.tokens == 304_448 and "TensorRT engine" in plan.notes[-1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate as engines_estimate
-from kvplan.engines import trtllm
+from kvplan.engines.trtllm import budget as trtllm
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
@@ -58,7 +58,7 @@ def test_extra_options_keys_name_deployment_fields():
     from dataclasses import fields
 
     from kvplan.deployment import Deployment
-    from kvplan.deployment.flags_trtllm import EXTRA_OPTIONS_KNOBS
+    from kvplan.engines.trtllm.flags import EXTRA_OPTIONS_KNOBS
 
     names = {f.name for f in fields(Deployment)}
     assert EXTRA_OPTIONS_KNOBS["kv_cache_config.max_tokens"] == "max_total_tokens"

@@ -9,15 +9,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.check.item import Built, Image, Item, Problem, flag_name, flag_problem, is_short_flag, knob_for
+from kvplan import registry
+from kvplan.check.item import Built, Image, Item, Problem, flag_name, flag_problem, knob_for
 from kvplan.check.source import Settings, Source
+from kvplan.deployment.flags import is_short_flag
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA's GPU feature discovery on each node
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
-SERVER_ENTRY = ["python3", "-m", "vllm.entrypoints.openai.api_server"]  # vllm/vllm-openai's entry point
 
 
 @dataclass(eq=False)
@@ -99,8 +100,10 @@ def server_launch(launch: Launch, image: Image | None) -> Launch | None:
         return None
     if command.engine is not None:
         return launch
-    if image is not None and image.serves_vllm and (not words or words[0].startswith("-")):
-        return Launch([*SERVER_ENTRY, *words], [launch.line] * len(SERVER_ENTRY) + launch.lines, launch.line)
+    server = image.server if image is not None else None
+    if server is not None and (not words or words[0].startswith("-")):
+        entry = ["python3", "-m", server.modules[0]]  # the image's entry point
+        return Launch([*entry, *words], [launch.line] * len(entry) + launch.lines, launch.line)
     return None
 
 
@@ -121,11 +124,11 @@ def command_item(source: Source, name: str, container: Container, settings: Sett
 
     launch = container.launch
     env_words = [f"{k}={v}" for k, v in container.env.items() if k in env_knobs()]
-    engine = split_launcher(list(launch.words), name)[1].engine or "vllm"
+    engine = split_launcher(list(launch.words), name)[1].engine or registry.DEFAULT
     version = settings.knobs.get("engine_version", (None, ""))[0]
     version = str(version) if version is not None else (container.image.version if container.image else None)
-    if engine != "vllm":
-        version = None  # image tags and engine versions are vLLM's releases
+    if not registry.dialect(engine).versioned:
+        version = None  # only a versioned engine's rules change by release
     lines = _word_lines(launch, engine)
     lines.update(container.extra_lines)
     for key, line in (("image", container.image_line), ("gpu_count", container.gpu_count_line),

@@ -8,11 +8,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kvplan import registry
 from kvplan.deployment.knobs import Knob
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError
+
+if TYPE_CHECKING:
+    from kvplan.deployment.dialect import Dialect
 
 # The rules a flag or value problem found while building falls under (check.rules declares them).
 KNOWN_FLAGS, CURRENT_FLAGS, VALID_VALUES = "KV002", "KV003", "KV004"
@@ -49,20 +53,18 @@ class Image:
         return last.split(":", 1)[1] if ":" in last else None
 
     @property
-    def serves_vllm(self) -> bool:
-        """vLLM's own server image, whose tags are vLLM releases."""
-        from kvplan.deployment.launch import DOCKER_IMAGES
+    def server(self) -> Dialect | None:
+        """The engine whose server is the image's entry point (vllm/vllm-openai: vLLM's), by its dialect."""
+        from kvplan.deployment.launch import image_dialect
 
-        name = self.reference.split("@", 1)[0]
-        if ":" in name.rsplit("/", 1)[-1]:
-            name = name.rsplit(":", 1)[0]
-        return any(name == known or name.endswith("/" + known) for known in DOCKER_IMAGES)
+        return image_dialect(self.reference)
 
     @property
     def version(self) -> str | None:
-        """The vLLM release a vLLM image's tag names (v0.10.1 -> 0.10.1)."""
+        """The engine release the tag of an engine's own image names (v0.10.1 -> 0.10.1)."""
         match = re.match(r"^v?(\d+\.\d+(\.\d+)?)", self.tag or "")
-        return match.group(1) if match and self.serves_vllm else None
+        server = self.server
+        return match.group(1) if match and server is not None and server.image_tags_are_releases else None
 
     @property
     def floating(self) -> bool:
@@ -101,7 +103,7 @@ class Item:
 
 
 @lru_cache(maxsize=4096)
-def knob_for(key: str, engine: str = "vllm") -> Knob | None:
+def knob_for(key: str, engine: str = registry.DEFAULT) -> Knob | None:
     """deployment.values.field_for, remembered: a fleet spells the same keys in every file."""
     from kvplan.deployment.values import field_for
 
@@ -117,22 +119,15 @@ def flag_name(token: str) -> str:
 def flag_problem(exc: KvplanError, engine: str, name: str | None = None) -> Problem:
     """The rule a flag error breaks, from what the engine's catalogue says of the flag: one it renamed or
     removed (KV003), one it has but with a bad value (KV004), or one it does not know (KV002)."""
-    from kvplan.deployment.launch import flag_table
+    from kvplan.deployment.dialect import dialect_of
+    from kvplan.deployment.flags import is_short_flag
 
     name = name or flag_name(exc.where or "")
-    table = flag_table(engine)
-    known = (getattr(table, kind, {}) for kind in ("INERT", "NOTED", "KNOBS", "ALIASES"))
-    if name in getattr(table, "RENAMED", {}):
+    catalogue = dialect_of(engine).catalogue()
+    if name in catalogue.renamed:
         rule = CURRENT_FLAGS
-    elif knob_for(name, engine) is not None or any(name in flags for flags in known) or is_short_flag(name, engine):
+    elif knob_for(name, engine) is not None or catalogue.has(name) or is_short_flag(name, engine):
         rule = VALID_VALUES
     else:
         rule = KNOWN_FLAGS
     return Problem(rule, str(exc), name)
-
-
-def is_short_flag(name: str, engine: str) -> bool:
-    from kvplan.deployment.declaration import knobs
-    from kvplan.deployment.launch import flag_table
-
-    return any(name in knob.short for knob in knobs()) or name in getattr(flag_table(engine), "SHORT", {})

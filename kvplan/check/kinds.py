@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Protocol
 
+from kvplan import registry
 from kvplan.check.item import KNOWN_FLAGS, VALID_VALUES, Built, Item, Problem, flag_name, flag_problem, knob_for
 from kvplan.check.requirements import REQUIREMENT_KEYS
 from kvplan.check.source import SETTINGS_KEYS, Settings, Source, comment_settings, read_settings
@@ -76,7 +77,7 @@ class DeploymentList:
     def _item(self, source: Source, index: int, name: str, entry: dict[Any, Any], settings: Settings) -> Item:
         lines = {**settings.lines, **source.flat_lines("deployments", index)}
         knobs = {str(k): v for k, v in entry.items() if k not in (*self.ENTRY_KEYS, *REQUIREMENT_KEYS)}
-        engine = str(knobs.get("engine") or settings.knobs.get("engine", ("vllm",))[0] or "vllm").lower()
+        engine = str(knobs.get("engine") or settings.knobs.get("engine", (registry.DEFAULT,))[0] or registry.DEFAULT).lower()
         count = entry.get("gpu_count")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
             raise source.error(f"'gpu_count' must be a positive integer, got {count!r:.40}", "deployments", index,
@@ -119,19 +120,18 @@ class VllmConfig:
     """A `vllm serve --config` file: vLLM flags as keys, the model under `model:`."""
 
     name, label = "vllm-config", "vLLM --config file"
+    ENGINE = "vllm"  # the engine whose --config file this kind reads
 
     def detect(self, document: Any) -> bool:
         """A mapping of which at least half the keys are vLLM flags, one of them a knob kvplan models (a
         training config with a `model:` key and its own keys is not one)."""
-        from kvplan.deployment.launch import flag_table
-
         if not isinstance(document, dict) or not document:
             return False
-        table = flag_table("vllm")
-        catalogued = [getattr(table, kind, {}) for kind in ("INERT", "NOTED", "RENAMED", "KNOBS")]
+        catalogue = registry.dialect(self.ENGINE).catalogue()
         keys = [str(k) for k in document if k not in SETTINGS_KEYS]
-        knobs = [k for k in keys if (knob := knob_for(k)) is not None and knob.engine_flag]
-        flags = [k for k in keys if k in knobs or any(flag_name("--" + k) in flags for flags in catalogued)]
+        knobs = [k for k in keys if (knob := knob_for(k, self.ENGINE)) is not None and knob.engine_flag]
+        flags = [k for k in keys if k in knobs or catalogue.catalogued(flag_name("--" + k))
+                 or flag_name("--" + k) in catalogue.knobs]
         return bool(knobs) and len(flags) * 2 >= len(keys)
 
     def items(self, source: Source) -> list[Item]:
@@ -145,7 +145,7 @@ class VllmConfig:
         flags = {str(k): v for k, v in document.items() if k not in SETTINGS_KEYS}
         misplaced = [str(k) for k in document if k in SETTINGS_KEYS]
         version = settings.knobs.get("engine_version", (None, ""))[0]
-        engine = str(settings.knobs.get("engine", ("vllm",))[0]).lower()
+        engine = str(settings.knobs.get("engine", (self.ENGINE,))[0]).lower()
         top_lines = {key: line for key, line in source.flat_lines().items() if "." not in key}
 
         def build() -> Built:
@@ -176,9 +176,10 @@ def _config_key(path: str, key: str, value: Any, engine: str, lines: dict[str, i
     """One key of a --config file, read as vLLM reads it (config_file.draft_from_flags_mapping). A key that a
     later release removed is read for the pinned version, which may still accept it."""
     from kvplan.deployment.config_file import draft_from_flags_mapping
-    from kvplan.deployment.launch import flag_table, parse_flags
+    from kvplan.deployment.dialect import dialect_of
+    from kvplan.deployment.flags import parse_flags
 
-    renamed = getattr(flag_table(engine), "RENAMED", {}).get(flag_name("--" + key))
+    renamed = dialect_of(engine).catalogue().renamed.get(flag_name("--" + key))
     if renamed is not None and version is not None:
         arity = renamed[3]
         tokens = [f"--{key}"] + ([] if arity.startswith("bool") else [str(value)])
@@ -213,7 +214,7 @@ class ModelConfig:
 
         path = PurePath(source.path)
         name = (path.parent.name if path.name == "config.json" else "") or path.stem
-        return [Item(name, 1, "vllm", build, model_config=source.path)]
+        return [Item(name, 1, registry.DEFAULT, build, model_config=source.path)]
 
 
 def _kind_of(value: Any) -> str:

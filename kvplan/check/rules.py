@@ -101,9 +101,9 @@ class CurrentFlags(StageRule):
 
 def renamed_flags(item: Item, removed_only: bool = False) -> dict[str, tuple[str, str]]:
     """The item's flags that the engine's catalogue lists as renamed or removed: flag -> (today, when)."""
-    from kvplan.deployment.launch import flag_table
+    from kvplan.deployment.dialect import dialect_of
 
-    table = getattr(flag_table(item.engine), "RENAMED", {})
+    table = dialect_of(item.engine).catalogue().renamed
     return {flag: (table[flag][0], table[flag][1]) for flag in dict.fromkeys(item.flags)
             if flag in table and (table[flag][2] or not removed_only)}
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kvplan import registry
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError, LocatedError
 
@@ -129,15 +130,15 @@ def _check_size(root: Any, where: str) -> None:
 
 
 def read_engine_config(path: str, engine: str) -> Draft:
-    """The engine's own --config file: trtllm-serve's LLM-API options YAML, else a file of flag names."""
-    if engine == "trtllm":
-        from kvplan.deployment.trtllm_config import read_options
+    """The engine's own --config file: the options file its dialect reads (trtllm-serve's LLM-API options YAML),
+    else a file of flag names."""
+    from kvplan.deployment.dialect import dialect_of
 
-        return read_options(path)
-    return read_config(path, engine)
+    reader = dialect_of(engine).options_reader
+    return reader(path) if reader is not None else read_config(path, engine)
 
 
-def read_config(path: str, engine: str = "vllm") -> Draft:
+def read_config(path: str, engine: str = registry.DEFAULT) -> Draft:
     """A vLLM --config file as a Draft, every value's origin 'file:line: key'."""
     documents = load_documents(read_text(path), path)
     if len(documents) != 1:
@@ -153,7 +154,7 @@ def read_config(path: str, engine: str = "vllm") -> Draft:
 def draft_from_flags_mapping(mapping: dict[Any, Any], path: str, engine: str, lines: dict[str, int]) -> Draft:
     """Each key read as the flag `--key` with its value, as vLLM turns a --config file into arguments, so
     that inert, renamed and unknown keys get the same treatment as on a command line."""
-    from kvplan.deployment.launch import INERT_NOTE, parse_flags
+    from kvplan.deployment.flags import INERT_NOTE, parse_flags
     from kvplan.deployment.values import field_for
 
     draft = Draft()

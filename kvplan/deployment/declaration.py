@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
+from kvplan import registry
 from kvplan.deployment.knobs import (
     KV_CACHE_DTYPES,
     MAX_GPUS,
@@ -17,7 +18,6 @@ from kvplan.deployment.knobs import (
     Knob,
     knob,
 )
-from kvplan.engines import NAMES as ENGINE_NAMES  # the registry holds the one list of engines
 
 DOOR = "*"  # origins key: how the door that built the Deployment names knobs it was not given ("fleet.yaml")
 FLAGS_DOOR = "--"  # that door is a command line: knobs are named by their flags
@@ -28,17 +28,16 @@ class Deployment:
     """One deployment: the GPU, parallelism and engine knobs, each field declared with its Knob."""
 
     # what to plan for (kvplan's own fields, and vLLM's model and revision)
-    model: str | None = knob("str", "Model: bundled id, local config.json or directory, or Hub repo id.",
-                             engine_aliases={"sglang": ("model-path",), "trtllm": ("model-path",)})
+    model: str | None = knob("str", "Model: bundled id, local config.json or directory, or Hub repo id.")
     revision: str | None = knob("str", "Hub branch, tag or commit of the model.")
-    engine: str = knob("str", "Serving engine whose budget rules apply.", "vllm", choices=ENGINE_NAMES,
+    engine: str = knob("str", "Serving engine whose budget rules apply.", registry.DEFAULT, choices=registry.names,
                        engine_flag=False)
     engine_version: str | None = knob("str", "Engine version; picks the era of vLLM's accounting.",
                                       default_rule="the newest modelled version", aliases=("vllm-version",),
                                       engine_flag=False)
     entrypoint: str = knob("str", "vLLM entry point whose batch defaults apply: serve (vllm serve, the OpenAI "
                            "server) or llm (the offline LLM class).", "serve", choices=("serve", "llm"),
-                           engine_flag=False, engines=("vllm",))
+                           engine_flag=False, engine_only=True)
     gpu: str | None = knob("str", "GPU catalogue id or alias (kvplan gpus lists them).", engine_flag=False)
     gpu_memory_bytes: int | None = knob("size", "Device memory, instead of a catalogue GPU.", minimum=2**20,
                                         maximum=2**50, default_rule="the catalogue GPU's CUDA total",
@@ -61,75 +60,64 @@ class Deployment:
                                       "page size).", "auto", default_rule="the config's mamba_ssm_dtype, else the "
                                       "conv state's dtype; NemotronH by vLLM version (0.13+: the config's, else "
                                       "float16; 0.20+: else float32)", choices=("auto", "float32", "float16", "bfloat16"),
-                                      engines=("vllm",))
+                                      engine_only=True)
     quantization: str | None = knob("str", "Weight quantization method.", default_rule="the checkpoint's own",
                                     choices=QUANTIZATION_METHODS, short=("q",))
     block_size: int | None = knob(
         "int", "Tokens per KV block (page).", minimum=1, maximum=4096,
-        default_rule="vLLM 16 (MLA: 64 on Hopper, 128 on Blackwell), SGLang 1, TensorRT-LLM 32",
-        engine_aliases={"sglang": ("page-size",), "trtllm": ("tokens-per-block",)})
+        default_rule="vLLM 16 (MLA: 64 on Hopper, 128 on Blackwell), SGLang 1, TensorRT-LLM 32")
     tensor_parallel_size: int = knob("int", "Tensor-parallel ranks.", 1, minimum=1, maximum=MAX_GPUS,
-                                     short=("tp",), engine_aliases={"sglang": ("tp-size", "tp"),
-                                                                    "trtllm": ("tp-size",)})
-    pipeline_parallel_size: int = knob("int", "Pipeline stages.", 1, minimum=1, maximum=MAX_GPUS, short=("pp",),
-                                       engine_aliases={"sglang": ("pp-size",), "trtllm": ("pp-size",)})
+                                     short=("tp",))
+    pipeline_parallel_size: int = knob("int", "Pipeline stages.", 1, minimum=1, maximum=MAX_GPUS, short=("pp",))
     data_parallel_size: int = knob("int", "Data-parallel replicas, each with its own weights and KV pool.", 1,
-                                   minimum=1, maximum=MAX_GPUS, short=("dp",),
-                                   engine_aliases={"sglang": ("dp-size", "dp")})
+                                   minimum=1, maximum=MAX_GPUS, short=("dp",))
     enable_expert_parallel: bool = knob("bool", "vLLM: MoE experts placed whole on the TP x DP ranks instead of "
-                                        "sliced over them.", False, short=("ep",), engines=("vllm",))
+                                        "sliced over them.", False, short=("ep",), engine_only=True)
     enable_eplb: bool = knob("bool", "vLLM: expert load balancing (needs expert parallel); adds the redundant "
-                             "experts of eplb_config.", False, engines=("vllm",))
+                             "experts of eplb_config.", False, engine_only=True)
     eplb_config: dict[str, Any] | None = knob("json", "vLLM: expert load balancing settings (JSON); "
-                                              "num_redundant_experts adds physical experts.", engines=("vllm",))
+                                              "num_redundant_experts adds physical experts.", engine_only=True)
     gpu_memory_utilization: float | None = knob(
         "float", "Share of GPU memory the engine may use.", minimum=0, maximum=1, exclusive_minimum=True,
         default_rule="vLLM 0.92 from v0.21 (0.9 before); SGLang its mem_fraction_static heuristic; "
-                     "TensorRT-LLM 0.9 of the memory free after the weights", aliases=("device-memory-utilization",),
-        engine_aliases={"sglang": ("mem-fraction-static",),
-                        "trtllm": ("free-gpu-memory-fraction", "kv-cache-free-gpu-memory-fraction",
-                                   "kv-cache-free-gpu-mem-fraction")})
+                     "TensorRT-LLM 0.9 of the memory free after the weights", aliases=("device-memory-utilization",))
     max_model_len: int | None = knob("int", "Longest request, prompt plus output, in tokens; auto (or -1): the "
                                      "longest that fits in the KV cache.", minimum=1, maximum=MAX_TOKENS, auto=True,
-                                     default_rule="the model's own maximum",
-                                     engine_aliases={"sglang": ("context-length",), "trtllm": ("max-seq-len",)})
+                                     default_rule="the model's own maximum")
     max_num_seqs: int | None = knob("int", "Most requests in one batch.", minimum=1, maximum=MAX_TOKENS,
-                                    default_rule="vLLM 1024 on >= 70 GiB GPUs other than A100, else 256",
-                                    engine_aliases={"sglang": ("max-running-requests",),
-                                                    "trtllm": ("max-batch-size",)})
+                                    default_rule="vLLM 1024 on >= 70 GiB GPUs other than A100, else 256")
     max_num_batched_tokens: int | None = knob(
         "int", "Most tokens in one scheduler step (the prefill chunk).", minimum=1, maximum=MAX_TOKENS,
-        default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048",
-        engine_aliases={"sglang": ("chunked-prefill-size",), "trtllm": ("max-num-tokens",)})
+        default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048")
     kv_cache_memory_bytes: int | None = knob("size", "KV pool per rank; vLLM then skips memory profiling.",
                                              minimum=0, maximum=2**50, aliases=("kv-cache-memory",))
     enforce_eager: bool = knob("bool", "No CUDA graphs.", False)
     backend: str | None = knob("str", "TensorRT-LLM: pytorch (default) or tensorrt (alias trt), a TensorRT engine "
                                "run by the C++ executor.", default_rule="pytorch", choices=("pytorch", "tensorrt", "trt"),
                                unmodelled={"_autodeploy": "kvplan does not model TensorRT-LLM's _autodeploy backend"},
-                               engines=("trtllm",))
+                               engine_only=True)
     optimization_level: int | None = knob("int", "vLLM 0.12+ -O level: 0 compiles nothing and captures no CUDA "
                                           "graphs; 1 captures PIECEWISE graphs only; 2-3 FULL and PIECEWISE.",
                                           minimum=0, maximum=3,
-                                          short=("O",), engines=("vllm",))
+                                          short=("O",), engine_only=True)
     num_gpu_blocks_override: int | None = knob("int", "vLLM: this many KV blocks, whatever the memory budget says.",
-                                               minimum=1, maximum=2**40, engines=("vllm",))
+                                               minimum=1, maximum=2**40, engine_only=True)
     max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
-                                        maximum=2**40, engines=("sglang",))
+                                        maximum=2**40, engine_only=True)
     max_mamba_cache_size: int | None = knob("int", "SGLang: Mamba / linear-attention state slots (the states then "
                                             "take these, the KV pool the rest).", minimum=1, maximum=2**31,
                                             default_rule="as many as mamba_full_memory_ratio gives",
-                                            engines=("sglang",))
+                                            engine_only=True)
     mamba_full_memory_ratio: float | None = knob("float", "SGLang: Mamba states' memory per unit of full-attention "
                                                  "KV memory.", minimum=0, maximum=1000, exclusive_minimum=True,
-                                                 default_rule="0.9", engines=("sglang",))
+                                                 default_rule="0.9", engine_only=True)
     swa_full_tokens_ratio: float | None = knob("float", "SGLang: sliding-window pool tokens per full-attention "
                                                "pool token.", minimum=0, maximum=1000, exclusive_minimum=True,
-                                               default_rule="0.8", engines=("sglang",))
+                                               default_rule="0.8", engine_only=True)
     attention_data_parallel_size: int | None = knob("int", "SGLang: attention data-parallel ranks within TP (each "
                                                     "keeps the KV heads of tp / attn_dp ranks).", minimum=1,
-                                                    maximum=MAX_GPUS, engine_aliases={"sglang": ("attn-dp-size",)},
-                                                    engines=("sglang",))
+                                                    maximum=MAX_GPUS,
+                                                    engine_only=True)
     speculative_config: dict[str, Any] | None = knob("json", "Speculative decoding, as vLLM takes it (JSON).",
                                                      short=("sc",))
     hf_overrides: dict[str, Any] | None = knob("json", "Keys that replace those of the model's config.json (JSON).")

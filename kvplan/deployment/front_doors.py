@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kvplan import registry
 from kvplan.deployment.declaration import FLAGS_DOOR, Deployment, env_knobs
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError
@@ -25,7 +26,7 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
     typed = Draft()
     for name, (value, where) in own.items():
         typed.set(name, value, where)
-    engine = str(own.get("engine", ("vllm", ""))[0]).lower()
+    engine = str(own.get("engine", (registry.DEFAULT, ""))[0]).lower()
     version = own.get("engine_version", (None, ""))[0]
     pasted_draft = None
     if pasted:
@@ -39,7 +40,8 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
         engine = str(launcher[0] if launcher else engine).lower()
     flags_draft = None
     if flags:  # the launch-command parser loads only when there are engine flags to read
-        from kvplan.deployment.launch import parse_flags, version_tuple
+        from kvplan.deployment.flags import parse_flags
+        from kvplan.deployment.launch import version_tuple
 
         flags_draft = parse_flags(flags, engine, "command line", version=version_tuple(version))
         flagged = flags_draft.values.pop("config", None)  # trtllm-serve's --extra_llm_api_options, typed to kvplan

@@ -4,6 +4,7 @@ formats (deployment.schema) each apply it in their own code, and tests/test_depl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,25 +27,23 @@ class Knob:
     help: str
     default: Any = None  # None: the engine decides (default_rule says how)
     default_rule: str = ""
-    choices: tuple[Any, ...] = ()
+    choices: tuple[Any, ...] | Callable[[], tuple[Any, ...]] = ()  # a callable: choices known only when asked
     unmodelled: dict[Any, str] = field(default_factory=dict)  # values the engine takes that kvplan refuses: why
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: bool = False  # minimum itself is refused (utilization must be > 0)
     aliases: tuple[str, ...] = ()  # other spellings on any engine, dash form without the leading dashes
     short: tuple[str, ...] = ()  # single-dash spellings, e.g. "tp"
-    engine_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # spellings of one engine only
     engine_flag: bool = True  # a real flag of the engines that have it (False: kvplan's own, e.g. engine, gpu)
     json_level: bool = False  # json knob that also takes a bare integer level (-cc 3)
     auto: bool = False  # also takes "auto" (or -1), stored as AUTO: the engine picks the value
-    engines: tuple[str, ...] = ()  # the engines that have this knob; empty: every engine
+    engine_only: bool = False  # only the engines whose dialect lists it in own_knobs have it
     env: str | None = None  # the engine's environment variable that sets it, where it has one
 
-    def spellings(self, engine: str) -> tuple[str, ...]:
-        """How this knob may be written for the engine (dash form); none where the engine lacks it."""
-        if self.engines and engine not in self.engines:
-            return ()
-        return (self.name.replace("_", "-"), *self.aliases, *self.engine_aliases.get(engine, ()))
+    @property
+    def allowed(self) -> tuple[Any, ...]:
+        """The choices, where the knob has a fixed set (empty: any value of its kind)."""
+        return self.choices() if callable(self.choices) else self.choices
 
     name: str = ""  # the Deployment field it declares, filled in from the field: vLLM's flag with underscores
 

@@ -22,8 +22,8 @@ def _python_type(knob: Knob) -> Any:
 
     from pydantic import Strict
 
-    if knob.choices:
-        return Literal[knob.choices]
+    if knob.allowed:
+        return Literal[knob.allowed]
     strict_int = Annotated[int, Strict()]
     json_object = Annotated[dict[str, Any], Strict()]
     return {"int": strict_int, "size": strict_int, "float": Annotated[float, Strict()], "str": Annotated[str, Strict()],
@@ -35,9 +35,12 @@ def _schema_extra(knob: Knob) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if knob.default_rule:
         extra["x-default-rule"] = knob.default_rule
+    from kvplan import registry
+
     spellings = [knob.name.replace("_", "-"), *knob.aliases]
-    for engine, names in knob.engine_aliases.items():
-        spellings += [f"{name} ({engine})" for name in names]
+    for engine in registry.names():
+        spellings += [f"{name} ({engine})" for name in registry.dialect(engine).knob_spellings.get(knob.name, ())
+                      if name not in spellings]
     extra["x-spellings"] = spellings
     return extra
 
@@ -80,8 +83,8 @@ def _text_reader(knob: Knob) -> Any:
             raise ValueError(exc.message) from None
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"cannot read {text!r:.40}: {exc}") from None
-        if knob.choices:
-            return next((c for c in knob.choices if str(c).lower() == text.lower()), value)
+        if knob.allowed:
+            return next((c for c in knob.allowed if str(c).lower() == text.lower()), value)
         return value
 
     return read

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kvplan import registry
 from kvplan.deployment.declaration import BY_NAME, DOOR, Deployment, knobs
 from kvplan.deployment.knobs import AUTO, Knob
 from kvplan.errors import KvplanError
@@ -57,8 +58,8 @@ def check_value(knob: Knob, value: Any, where: str) -> None:
             raise KvplanError(f"expected a JSON object, got {value!r:.60}", where)
     if isinstance(value, str) and value in knob.unmodelled:
         raise KvplanError(knob.unmodelled[value], where)
-    if knob.choices and value not in knob.choices:
-        raise KvplanError(f"invalid choice {value!r:.60} (choose from {', '.join(map(str, knob.choices))})", where)
+    if knob.allowed and value not in knob.allowed:
+        raise KvplanError(f"invalid choice {value!r:.60} (choose from {', '.join(map(str, knob.allowed))})", where)
     if kind in ("int", "size", "float"):
         low, high = knob.minimum, knob.maximum
         below = low is not None and (value <= low if knob.exclusive_minimum else value < low)
@@ -86,7 +87,7 @@ def _convert(knob: Knob, raw: Any, where: str) -> Any:
         return float(raw)
     if not isinstance(raw, str):
         return raw
-    if kind == "str" and not knob.choices:
+    if kind == "str" and not knob.allowed:
         return raw  # as written: a model id with a stray space is an error where ids are checked
     text = raw.strip()
     if knob.auto and text.lower() == "auto":
@@ -114,9 +115,9 @@ def _convert(knob: Knob, raw: Any, where: str) -> Any:
             raise KvplanError(f"invalid JSON: {exc.msg} at column {exc.colno}", where) from None
         except RecursionError:
             raise KvplanError("JSON nested too deeply", where) from None
-    if knob.choices:
+    if knob.allowed:
         lowered = text.lower()
-        return next((c for c in knob.choices if str(c).lower() == lowered), text)
+        return next((c for c in knob.allowed if str(c).lower() == lowered), text)
     return text
 
 
@@ -157,7 +158,7 @@ class Draft:
         return Deployment(**kwargs, origins=origins, notes=tuple(self.notes))
 
 
-def field_for(key: str, engine: str = "vllm") -> Knob | None:
+def field_for(key: str, engine: str = registry.DEFAULT) -> Knob | None:
     """The knob a key names in any of its spellings: field name, flag with dashes or underscores, an alias,
     or this engine's own name for it."""
     return _spelling_index(engine).get(key.strip().lstrip("-").replace("_", "-").lower())
@@ -165,15 +166,21 @@ def field_for(key: str, engine: str = "vllm") -> Knob | None:
 
 @cache
 def _spelling_index(engine: str) -> dict[str, Knob]:
+    from kvplan.deployment.dialect import dialect_of
+
+    dialect = dialect_of(engine)
     index: dict[str, Knob] = {}
     for knob in knobs():
-        for spelling in knob.spellings(engine):
+        for spelling in dialect.spellings(knob):
             index.setdefault(spelling, knob)  # the first knob that claims a spelling keeps it, as the scan did
     return index
 
 
-def all_spellings(engine: str = "vllm") -> list[str]:
-    return [spelling for knob in knobs() for spelling in knob.spellings(engine)]
+def all_spellings(engine: str = registry.DEFAULT) -> list[str]:
+    from kvplan.deployment.dialect import dialect_of
+
+    dialect = dialect_of(engine)
+    return [spelling for knob in knobs() for spelling in dialect.spellings(knob)]
 
 
 def did_you_mean(word: str, candidates: list[str], prefix: str = "") -> str:
@@ -188,7 +195,7 @@ def draft_from_mapping(mapping: Any, where: str, engine: str | None = None,
     """A plain mapping of knobs (the Python API, check files): keys in any spelling of the engine."""
     if not isinstance(mapping, dict):
         raise KvplanError(f"expected a mapping of knob names to values, got {type(mapping).__name__}", where)
-    engine = engine or str(mapping.get("engine") or "vllm").lower()
+    engine = engine or str(mapping.get("engine") or registry.DEFAULT).lower()
     draft = Draft(door=where)
     for key, raw in mapping.items():
         line = f":{lines[key]}" if lines and key in lines else ""
@@ -203,14 +210,11 @@ def draft_from_mapping(mapping: Any, where: str, engine: str | None = None,
 
 def _other_engines_knob(key: str, engine: str) -> str:
     """' of vLLM (it is TensorRT-LLM's: set engine to trtllm)' when another engine has the knob this one lacks."""
-    from kvplan.engines import NAMES
-    from kvplan.engines import engine as engine_for
-
-    if engine not in NAMES:
+    if engine not in registry.names():
         return ""
-    for other in NAMES:
+    for other in registry.names():
         if other != engine and field_for(key, other) is not None:
-            return f" of {engine_for(engine).label} (it is {engine_for(other).label}'s: set engine to {other})"
+            return f" of {registry.label(engine)} (it is {registry.label(other)}'s: set engine to {other})"
     return ""
 
 

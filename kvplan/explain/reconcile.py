@@ -1,5 +1,5 @@
 """A vLLM startup log against kvplan, twice: replayed (the logged KV memory given, so every block and token count
-must come out as vLLM printed it, within the two-decimal GiB rounding of that figure, as kvplan.calibration
+must come out as vLLM printed it, within the two-decimal GiB rounding of that figure, as kvplan.calibration.vllm
 checks its log set) and from scratch (the GPU, model, flags and version only), term by term."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvplan.calibration import PRINT_HALF_STEP
 from kvplan.deployment import Deployment
+from kvplan.engines.vllm.log_lines import PRINT_HALF_STEP
 from kvplan.errors import KvplanError
 from kvplan.explain.device import DRIVER_BAND, DeviceMatch, match_total
 from kvplan.explain.record import LoggedRun
@@ -17,7 +17,7 @@ from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB
 
-HALF_STEP = int(PRINT_HALF_STEP)
+HALF_STEP = PRINT_HALF_STEP
 CONCURRENCY_HALF_STEP = 0.005  # "1.83x": two decimals
 INT64_LIMIT = 2**63  # a flag the log prints beyond this was not one the engine ran with
 # The memory terms of vLLM's budget, in the order the budget is spent; each with its sign in the KV cache.
@@ -360,7 +360,7 @@ def _graphs_in_budget(run: LoggedRun, dep: Deployment) -> bool:
     if None not in (budget, weights, activation, non_torch, kv, graphs):
         rest = budget - weights - activation - non_torch - kv
         return bool(abs(rest - graphs) < abs(rest))
-    from kvplan.engines.vllm import LATEST, era_of
+    from kvplan.engines.vllm.releases import LATEST, era_of
 
     try:
         era = era_of(dep.engine_version or LATEST)

@@ -45,9 +45,9 @@ class LoggedRun:
     @property
     def engine_label(self) -> str:
         """The engine's own name (vLLM, SGLang, TensorRT-LLM), from the engine registry."""
-        from kvplan.engines import NAMES, engine
+        from kvplan import registry
 
-        return engine(self.engine).label if self.engine in NAMES else "an unknown engine"
+        return registry.label(self.engine) if self.engine in registry.names() else "an unknown engine"
 
     def set_flag(self, name: str, value: Any, rank: str | None, line: int) -> None:
         """The first source of a flag wins: non-default args are read before the engine config repeats them."""

@@ -16,7 +16,7 @@ from kvplan.deployment import Deployment
 from kvplan.deployment.knobs import AUTO
 from kvplan.errors import KvplanError
 from kvplan.hardware import Gpu, catalogue, find_gpu
-from kvplan.sizing.command import LAUNCHERS, engine_has, unspoken
+from kvplan.sizing.command import engine_has, launchable, unspoken
 from kvplan.sizing.formats import WEIGHT_FORMATS, KvFormat, WeightFormat, kv_format, parse_list, weight_format
 from kvplan.sizing.prices import parse_price_flags
 from kvplan.sizing.search import Option, Sizing, Space, search
@@ -105,8 +105,8 @@ def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | S
     kv_cache_dtype and quantization: comma-separated lists (default auto,fp8 and none)."""
     from kvplan.api import draft_model, load_model
 
-    if base.engine not in LAUNCHERS:
-        raise KvplanError(f"size prints launch commands for {', '.join(LAUNCHERS)}; the {base.engine} engine has "
+    if base.engine not in launchable():
+        raise KvplanError(f"size prints launch commands for {', '.join(launchable())}; the {base.engine} engine has "
                           "none", base.where("engine"))
     model = base.model
     if model is None:

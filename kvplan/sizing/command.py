@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -13,20 +12,6 @@ from kvplan.deployment import Deployment
 from kvplan.deployment.declaration import knobs
 from kvplan.deployment.knobs import AUTO, Knob
 
-
-@dataclass(frozen=True)
-class Launcher:
-    """How an engine's server is started, and how it takes the model."""
-
-    program: str
-    model_flag: str | None  # None: the model is the first argument
-
-
-LAUNCHERS = {
-    "vllm": Launcher("vllm serve", None),
-    "sglang": Launcher("python -m sglang.launch_server", "--model-path"),
-    "trtllm": Launcher("trtllm-serve", None),
-}
 # The knobs a search sets, first on the line; the others follow in declaration order.
 LEADING = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len", "kv_cache_dtype",
            "quantization")
@@ -37,13 +22,16 @@ def engine_has(engine: str, name: str) -> bool:
     """Whether the engine's own command line sets this knob: SGLang's and trtllm-serve's flag tables list the
     options that map onto kvplan's knobs; vLLM's flags are the knobs' own names."""
     from kvplan.deployment.declaration import BY_NAME
-    from kvplan.deployment.launch import flag_table
+    from kvplan.deployment.dialect import dialect_of
 
-    knob = BY_NAME()[name]
-    if not knob.engine_flag or (knob.engines and engine not in knob.engines):
-        return False
-    table: dict[str, tuple[str, str]] | None = getattr(flag_table(engine), "KNOBS", None)
-    return table is None or any(field == name for field, _ in table.values())
+    return dialect_of(engine).sets(BY_NAME()[name])
+
+
+def launchable() -> list[str]:
+    """The engines whose dialect names a launcher, so that a launch line can be printed."""
+    from kvplan import registry
+
+    return [name for name in registry.names() if registry.dialect(name).programs or registry.dialect(name).modules]
 
 
 def _value(knob: Knob, value: Any) -> str:
@@ -70,9 +58,11 @@ def unspoken(dep: Deployment) -> list[str]:
 
 def launch_command(dep: Deployment) -> str:
     """The launch line; environment switches (VLLM_... = ...) in front of it."""
-    launcher = LAUNCHERS[dep.engine]
+    from kvplan.deployment.dialect import dialect_of
+
+    dialect = dialect_of(dep.engine)
     model = shlex.quote(dep.model or "MODEL")
-    words = [launcher.program, f"{launcher.model_flag} {model}" if launcher.model_flag else model]
+    words = [dialect.launcher, f"{dialect.model_flag} {model}" if dialect.model_flag else model]
     ordered = sorted(knobs(), key=lambda k: LEADING.index(k.name) if k.name in LEADING else len(LEADING))
     for knob in ordered:
         value = getattr(dep, knob.name)

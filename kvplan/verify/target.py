@@ -56,9 +56,10 @@ def gpu_choice(dep: Deployment, device: Device) -> GpuChoice:
 
 def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: str | None = None) -> RankTarget:
     from kvplan.api import draft_model, load_model
-    from kvplan.engines import engine, estimate
+    from kvplan.engines import estimate
     from kvplan.engines.base import Target, pool_rules
     from kvplan.engines.common import prepare
+    from kvplan.registry import engine
 
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     if world > 1 and world != tp * pp:

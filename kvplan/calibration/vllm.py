@@ -1,4 +1,4 @@
-"""Replays real vLLM startup logs (data/vllm_calibration.yaml) through kvplan's vLLM model: from the logged
+"""Replays real vLLM startup logs (kvplan/engines/vllm/data/calibration.yaml) through kvplan's vLLM model: from the logged
 available memory (must match to the block) and from scratch (GPU, model, flags and version only)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from typing import Any
 
 from kvplan.deployment import Deployment
 from kvplan.engines import estimate
+from kvplan.engines.vllm.log_lines import PRINT_HALF_STEP
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB
 
-DATA = Path(__file__).parent / "data" / "vllm_calibration.yaml"
-PRINT_HALF_STEP = 0.005 * GiB  # vLLM prints GiB with two decimals
+DATA = Path(__file__).parent.parent / "engines" / "vllm" / "data" / "calibration.yaml"
 
 
 def entries() -> list[dict[str, Any]]:
@@ -92,7 +92,7 @@ def block_band(entry: dict[str, Any]) -> tuple[Plan, Plan]:
     """Plans at the two ends of the logged figure's print rounding: the pool's (pool_gib, where pipeline stages print
     different figures and the smallest bounds the pool), else the available memory line."""
     logged = int(entry.get("pool_gib", entry["available_gib"]) * GiB)
-    return plan_for(entry, logged - int(PRINT_HALF_STEP)), plan_for(entry, logged + int(PRINT_HALF_STEP))
+    return plan_for(entry, logged - PRINT_HALF_STEP), plan_for(entry, logged + PRINT_HALF_STEP)
 
 
 def residual_table(rows: list[Residual]) -> str:

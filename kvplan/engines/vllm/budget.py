@@ -1,4 +1,4 @@
-"""vLLM's KV budget, era by era (see docs/vllm-model.md): available = CUDA total x utilization - weights -
+"""vLLM's KV budget, era by era (the eras in releases.py): available = CUDA total x utilization - weights -
 profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+, a first capture plus a part per
 further batch size captured), per rank; blocks are the floor per rank and the minimum over ranks."""
 
@@ -9,107 +9,32 @@ from dataclasses import dataclass
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import Target
-from kvplan.engines.vllm_ssm import SsmDtype, auto_ssm_dtype
+from kvplan.engines.vllm.releases import (
+    LATEST,
+    MLA_BLOCK_FROM_BACKEND,
+    PAGED_STATES_FROM,
+    PREFIX_CACHED_STATES_FROM,
+    SPARSE_FP8_DEFAULT_IN,
+    Era,
+    era_of,
+    parse_version,
+)
+from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
 from kvplan.weights import ExpertPlacement, vllm_mxfp4_experts
 
-LATEST = "0.29.0"
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
-# Recurrent-state (Mamba / linear attention) layers in the v1 block pool, with the attention block raised to the
-# state page (model_executor/models/config.py HybridAttentionMambaModelConfig): from v0.10. Before, V0 kept the
-# states in a cache of their own.
-PAGED_STATES_FROM = (0, 10)
-# Prefix caching on for hybrids, in mamba_cache_mode "align" (config/cache.py): a state group holds one more block
-# per request (MambaSpec.max_memory_usage_bytes: 2 + speculative blocks), and the logged token count is
-# concurrency x max_model_len. Both are in the v0.20.1 log of engine-calibration Y04 (619,479 tokens = 423 blocks /
-# 179 per request x 262,144) and absent from v0.10.2 (Qwen3-Next, 973,760 = 7,162 // 4 groups x 544); the first
-# version between them is not known, so v0.20 is taken.
-PREFIX_CACHED_STATES_FROM = (0, 20)
-# vllm#35122 (merged 2026-03-09; the release is inferred as v0.18): the KV block size follows the attention backend
-# chosen, so Hopper's FLASH_ATTN_MLA (first since vllm#27363) pages MLA in 16-token blocks, not FlashMLA's 64, as the
-# v0.19 H100 log of DeepSeek-V2-Lite shows (data/vllm_calibration.yaml L01: 94,097 blocks x 16 = 1,505,552 tokens).
-MLA_BLOCK_FROM_BACKEND = (0, 18)
-# DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) turned "auto" into fp8_ds_mla in
-# v0.11.0 (PR #25988); later code turns only fp8* into it. The first release without it is not known; 0.12 is taken.
-SPARSE_FP8_DEFAULT_IN = (0, 11)
 
-
-@dataclass(eq=False)
-class Era:
-    """The accounting rules of a range of vLLM versions. Constants were calibrated once on the public
-    startup logs in docs/calibration.md, era by era, never per model."""
-
-    name: str
-    v0: bool  # V0 engine: prefill profiled at max_model_len, no chunking below 32K
-    logits_copies: float  # sampler / logits peak, in fp32 copies of max_num_seqs x vocab
-    hidden_copies: float  # profile-run activations, in copies of max_num_batched_tokens x hidden (16-bit)
-    mlp_copies: float  # copies of max_num_batched_tokens x intermediate (16-bit), per TP rank
-    moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
-    fixed_bytes: int
-    non_torch_single: int
-    non_torch_multi: int  # tensor parallel (with or without pipeline stages)
-    subtracts_cuda_graphs: bool
-    default_utilization: float
-    # The peak is the larger of the dummy forward's transients and the sampler's, not their sum: profile_run
-    # (v1/worker/gpu_model_runner.py) frees the forward's intermediates before _dummy_sampler_run; the MoE
-    # workspaces stay allocated across both (they are reused, not freed).
-    peak_of_larger: bool = False
-    # pipeline stages on one GPU each (TP 1); None: as non_torch_multi
-    non_torch_pipeline: int | None = None
-
-    def non_torch(self, tp: int, pp: int) -> int:
-        """What grows outside torch during profiling on one rank: one GPU, pipeline stages alone, or TP."""
-        if tp > 1:
-            return self.non_torch_multi
-        if pp > 1:
-            return self.non_torch_multi if self.non_torch_pipeline is None else self.non_torch_pipeline
-        return self.non_torch_single
-
-
-ERAS = (
-    # (first version, era)
-    ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
-    ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
-                 int(0.55 * GiB), False, 0.9)),
-    # Non-torch at TP > 1 from v0.17: 2.1 GiB, as the llm-d-planner v0.19 H100 sweep's logs print it ("non-torch
-    # forward increase memory", data/vllm_calibration.yaml L02-L03, L12-L14, L16-L18, L20-L21: 2.06-2.21 GiB at
-    # TP 2 and 4, on NVLink H100s); v0.21+ keeps it. What vLLM counts (utils/mem_utils.py memory_profiling): what
-    # is allocated outside torch after the worker's init snapshot, which gpu_worker.init_device takes after
-    # init_worker_distributed_environment (by v0.11 already): what the communicators allocate at start-up is not
-    # charged (it comes out of the 1 - utilization margin), only what grows later. No consumer-card log prints it
-    # apart (engine-calibration Y12 gives weights and non-torch as one figure), so no PCIe figure replaces it.
-    # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
-    # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
-    # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
-    # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
-    # Pipeline stages alone (TP 1) grow 0.07 GiB outside torch, not TP's figure: both llm-d-planner v0.19 PP logs
-    # print "non-torch forward increase memory: 0.07GiB" on every stage (L10, L11: Llama-3.1-8B at PP 2 and 4).
-    # One GPU: 0.13 GiB outside torch through v0.17, 0.25 GiB from v0.18, as llm-d-planner's version sweep prints it
-    # (data/vllm_calibration.yaml V15-V18: "non-torch forward increase memory" 0.13, 0.13, 0.13, 0.25 GiB for
-    # Qwen3-14B; every v0.19 log prints 0.24-0.27).
-    ((0, 17), Era("V1, v0.17", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
-                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    ((0, 18), Era("V1, v0.18-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
-                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    # v0.21+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 ("default since v0.21.0", gpu_worker.py; opt-in
-    # since PR #30515), and determine_available_memory subtracts the estimate from the budget. The "consumed
-    # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
-    # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
-    # is the graphs' actual pool, captured after the KV cache and not subtracted.
-    ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
-                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True,
-                  non_torch_pipeline=int(0.07 * GiB))),
-)
 # The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): each graph mode
 # captures its two largest sizes into one shared pool; the first capture's memory counts once (the largest over the
 # modes, which never replay together) and the second's once per further size of each mode ("Estimated PIECEWISE CUDA
 # graph memory: 138.00 MiB first-capture + (51-1) x 6.00 MiB per-graph", "Estimated FULL ...: 260.00 MiB
 # first-capture + (51-1) x 6.00 MiB", "0.84 GiB total" = 260 + 50 x 6 + 50 x 6 MiB). The two figures are the
-# medians over the v0.19 H100 logs that capture 51 sizes in both modes (data/vllm_calibration.yaml L01-L23,
+# medians over the v0.19 H100 logs that capture 51 sizes in both modes (data/calibration.yaml L01-L23,
 # graph_parts_mib): the larger first capture 256 MiB (84 to 522 MiB), a further graph 0.1875 MiB per decoder layer
 # on the rank and mode (1 to 26 MiB a graph).
 CUDA_GRAPH_FIRST_CAPTURE = 256 * MiB
@@ -152,24 +77,6 @@ def captures_full_graphs(spec: ModelSpec, dep: Deployment) -> bool:
     """Whether vLLM captures FULL graphs beside the PIECEWISE ones: not at -O1 (cudagraph_mode PIECEWISE,
     config/vllm.py OPTIMIZATION_LEVEL_01), nor where a layer's attention backend supports none."""
     return dep.optimization_level != 1 and all(layer.full_cuda_graphs for layer in spec.layers)
-
-
-def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
-    from kvplan.deployment.launch import version_tuple
-
-    version = version_tuple(text)
-    if version is None:
-        raise KvplanError(f"cannot read {text!r} as a vLLM version; write e.g. 0.19 or 0.11.0", where)
-    return version
-
-
-def era_of(version: str, where: str = "--vllm-version") -> Era:
-    wanted = parse_version(version, where)
-    chosen = ERAS[0][1]
-    for first, era in ERAS:
-        if wanted >= first:
-            chosen = era
-    return chosen
 
 
 def default_block_size(spec: ModelSpec, major: int | None, version: tuple[int, int] = (0, 0)) -> int:

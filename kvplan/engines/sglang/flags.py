@@ -15,10 +15,7 @@ Pure data, imported on kvplan's startup path: literals only.
 
 from __future__ import annotations
 
-# Arity, as in flags_vllm: "value" one value, "bool" no value (store_true), "bool+no" also `--no-NAME`
-# (argparse.BooleanOptionalAction; SGLang has no enable/disable pairing), "optional" nargs='?', "list" nargs='+'
-# (also `--lora-paths`, a custom action with nargs='*').
-ARITY_KINDS: tuple[str, ...] = ("value", "bool", "bool+no", "optional", "list")
+from kvplan.deployment.dialect import Catalogue
 
 # Spelling: dashes only. The parser is a plain argparse.ArgumentParser with no rewriting, so
 # `--mem_fraction_static 0.8` is refused as unrecognized. `--flag=value` works (argparse).
@@ -764,3 +761,6 @@ RENAMED: dict[str, tuple[str, str, bool, str]] = {
     "enable-flashmla": ("--attention-backend flashmla", "deprecated in 0.4.6; gone by 0.4.10", True, "bool"),
     "max-micro-batch-size": ("--pp-max-micro-batch-size", "last in 0.5.2; gone by 0.5.5", True, "value"),
 }
+
+CATALOGUE = Catalogue(short=SHORT, aliases=ALIASES, knobs=KNOBS, inert=INERT, noted=NOTED, renamed=RENAMED,
+                      underscores_accepted=UNDERSCORES_ACCEPTED, abbreviations_allowed=ABBREVIATIONS_ALLOWED)

@@ -1,6 +1,6 @@
 """trtllm-serve's --config / --extra_llm_api_options file: a YAML mapping of LLM-API arguments, with nested
 sections such as kv_cache_config. Each key, named with dots (kv_cache_config.max_tokens), is mapped onto
-kvplan's knobs through flags_trtllm's catalogue, noted when it changes memory in a way kvplan does not model,
+kvplan's knobs through the catalogue in flags.py, noted when it changes memory in a way kvplan does not model,
 listed when it does not change memory, and refused when TensorRT-LLM would refuse it too (its argument models
 forbid unknown fields). Every value keeps 'file:line: key' as its origin."""
 
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.deployment import flags_trtllm as catalogue
 from kvplan.deployment.config_file import ExpansionError, KeyPath, load_located, read_text
 from kvplan.deployment.declaration import BY_NAME
+from kvplan.deployment.flags import INERT_NOTE
 from kvplan.deployment.values import Draft, did_you_mean
+from kvplan.engines.trtllm import flags as catalogue
 from kvplan.errors import KvplanError, LocatedError
-
-INERT_NOTE = "not memory-relevant: "  # as launch.INERT_NOTE, without importing the command-line parser
 
 
 def read_options(path: str) -> Draft:

@@ -14,13 +14,7 @@ Pure data, imported on kvplan's startup path: literals only.
 
 from __future__ import annotations
 
-# Arity, as in flags_vllm: "value" one value (a `multiple=True` option takes one per use and may repeat),
-# "bool" a click is_flag option (no value; `--flag=true` is refused), "bool+no" a `--x/--no-x` flag pair.
-ARITY_KINDS: tuple[str, ...] = ("value", "bool", "bool+no", "optional", "list")
-
-# The model is a positional click argument: `trtllm-serve MODEL [options]` (options may come before it too).
-# There is no --model option on `serve`.
-MODEL_POSITIONAL: bool = True
+from kvplan.deployment.dialect import Catalogue
 
 # Spelling: trtllm-serve declares its options with underscores (--max_batch_size, --tp_size) and click does no
 # dash/underscore normalization (no token_normalize_func in context_settings), so `--max-batch-size` is refused
@@ -276,3 +270,7 @@ NOTED: dict[str, tuple[str, str]] = {
 # No option of today's `serve` is known to have been removed; older commands that fail are those passing
 # `--backend tensorrt` / `--backend trt` (a value, not a flag) or dash spellings.
 RENAMED: dict[str, tuple[str, str, bool, str]] = {}
+
+CATALOGUE = Catalogue(short=SHORT, knobs=KNOBS, inert=INERT, noted=NOTED, renamed=RENAMED, native=NATIVE,
+                      underscores_accepted=UNDERSCORES_ACCEPTED, dashes_accepted=DASHES_ACCEPTED,
+                      abbreviations_allowed=ABBREVIATIONS_ALLOWED)

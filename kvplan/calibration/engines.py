@@ -1,4 +1,4 @@
-"""Replays real SGLang, TensorRT-LLM and vLLM hybrid-model startup logs (data/engine_calibration.yaml) through
+"""Replays real SGLang, TensorRT-LLM and vLLM hybrid-model startup logs (each engine's data/ folder) through
 kvplan's engine rules: from the memory each log says the engine measured (its token count must follow, within the
 print rounding), and from scratch (GPU, model and flags only) where the log's GPU, model and flags are all known."""
 
@@ -10,22 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate, sglang, trtllm
+from kvplan.engines import estimate
+from kvplan.engines.sglang import budget as sglang
+from kvplan.engines.trtllm import budget as trtllm
 from kvplan.hardware import find_gpu
 from kvplan.models.model import ModelSpec
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB, MiB, cdiv
 
-DATA = Path(__file__).parent / "data" / "engine_calibration.yaml"
-MODELS = Path(__file__).parent / "data" / "calibration_models"  # configs the hybrid replays assume (SOURCES.md)
+ENGINES = Path(__file__).parent.parent / "engines"
+DATA = (ENGINES / "sglang" / "data" / "calibration.yaml", ENGINES / "trtllm" / "data" / "calibration.yaml",
+        ENGINES / "vllm" / "data" / "hybrid_calibration.yaml")
+MODELS = ENGINES / "vllm" / "data" / "calibration_models"  # configs the hybrid replays assume (SOURCES.md)
 PRINT_HALF_STEP = 0.005  # GiB: both engines print memory with two decimals
 
 
 def entries() -> list[dict[str, Any]]:
     import yaml
 
-    return list(yaml.safe_load(DATA.read_text(encoding="utf-8")))
+    return [entry for path in DATA for entry in yaml.safe_load(path.read_text(encoding="utf-8"))]
 
 
 def _deployment(entry: dict[str, Any], kv_cache_memory: int | None = None, gpu: str | None = None,
@@ -442,7 +446,7 @@ def hybrid_tables() -> tuple[str, str]:
 def overall() -> tuple[int, int]:
     """Every eligible from-scratch prediction in docs/calibration.md, vLLM's dense and MoE set included: how many
     land within 3% of their log, of how many."""
-    from kvplan import calibration
+    from kvplan.calibration import vllm as calibration
 
     errors = [calibration.from_scratch(e).error_percent for e in calibration.entries()]
     data = [e for e in entries() if exclusion(e) is None]

@@ -13,17 +13,12 @@ Pure data, imported on kvplan's startup path: literals only.
 
 from __future__ import annotations
 
-# Arity of a flag, i.e. what follows it on the command line:
-#   "value"    exactly one value (`--port 8000` or `--port=8000`); an action='append' flag takes one per use
-#   "bool"     no value: a store_true flag, or one spelling of an enable/disable pair (see below)
-#   "bool+no"  no value, and `--no-NAME` also exists (argparse.BooleanOptionalAction). In 0.33.0 vLLM registers
-#              BooleanOptionalAction as EnableDisableAction (argparse_utils.py): `--enable-X` also gets
-#              `--disable-X` and `--disable-X` gets `--enable-X`, each listed below as its own "bool" entry
-#              (it has no `--no-` form); the hidden `--no-enable-X` / `--no-disable-X` still parse. Before 0.33.0
-#              only `--no-X` existed. `--X=true` is refused ("ignored explicit argument").
-#   "optional" nargs='?': a value may follow or not (`--hf-token` alone reads the cached login)
-#   "list"     nargs='+': one or more values up to the next flag (`--served-model-name a b`)
-ARITY_KINDS: tuple[str, ...] = ("value", "bool", "bool+no", "optional", "list")
+from kvplan.deployment.dialect import Catalogue
+
+# Arities as kvplan.deployment.dialect.ARITIES has them. In 0.33.0 vLLM registers BooleanOptionalAction as
+# EnableDisableAction (argparse_utils.py): `--enable-X` also gets `--disable-X` and `--disable-X` gets `--enable-X`,
+# each listed below as its own "bool" entry (no `--no-` form); the hidden `--no-enable-X` / `--no-disable-X` still
+# parse. Before 0.33.0 only `--no-X` existed. `--X=true` is refused ("ignored explicit argument").
 
 # FlexibleArgumentParser subclasses argparse.ArgumentParser and never passes allow_abbrev, and no vLLM
 # entry point does (grep of the whole 0.33.0 package, and of 0.8.0-0.32.0's parser files): argparse's default
@@ -40,8 +35,7 @@ UNDERSCORES_ACCEPTED: bool = True
 # Dotted JSON sub-keys (FlexibleArgumentParser): `--compilation-config.mode 3`, `--speculative-config.method ngram`,
 # `--eplb-config.num_redundant_experts 8`, `--x.key+ a,b` (append to a list). Each takes exactly one value (or
 # `=value`); all uses of one flag merge into a single JSON object, the value parsed as JSON, else as a
-# human-readable integer, else kept as a string.
-DOTTED_SUFFIX_ALLOWED: bool = True
+# human-readable integer, else kept as a string (launch.parse_flags, for every engine).
 
 # Single-dash spellings -> long flag (dash form, no leading dashes). `-O` is special-cased by
 # FlexibleArgumentParser: `-O3`, `-O=3` and `-O 3` (0-3 only) all mean `--optimization-level 3` since v0.12.0;
@@ -76,32 +70,6 @@ SHORT: dict[str, str] = {
 # Second long spellings of one flag -> the flag (both registered on the same argparse action).
 ALIASES: dict[str, str] = {
     "device-memory-utilization": "gpu-memory-utilization",
-}
-
-# The flags kvplan models itself (left out of INERT and NOTED): name -> (arity, other spellings). Types in 0.33.0:
-# max-model-len human_readable_int_or_auto (also -1/auto); max-num-batched-tokens and kv-cache-memory-bytes
-# human_readable_int; max-num-seqs and block-size plain int; gpu-memory-utilization float (default 0.92);
-# dtype choices auto/half/float16/bfloat16/float/float32; kv-cache-dtype and quantization are free strings
-# checked after parsing; speculative-config, hf-overrides and compilation-config JSON (or dotted sub-keys).
-MODELLED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "model": ("value", ()),  # `vllm serve` moves `--model X` to the positional model_tag (nargs='?'), with a warning
-    "config": ("value", ()),  # YAML file whose keys are spliced in as flags before the rest of the command line
-    "dtype": ("value", ()),
-    "kv-cache-dtype": ("value", ()),
-    "mamba-ssm-cache-dtype": ("value", ()),  # choices auto/float32/float16/bfloat16 (config/cache.py MambaDType)
-    "quantization": ("value", ("-q",)),
-    "block-size": ("value", ()),
-    "tensor-parallel-size": ("value", ("-tp",)),
-    "pipeline-parallel-size": ("value", ("-pp",)),
-    "gpu-memory-utilization": ("value", ("--device-memory-utilization",)),
-    "max-model-len": ("value", ()),
-    "max-num-seqs": ("value", ()),
-    "max-num-batched-tokens": ("value", ()),
-    "kv-cache-memory-bytes": ("value", ()),
-    "enforce-eager": ("bool+no", ("--no-enforce-eager",)),
-    "speculative-config": ("value", ("-sc",)),
-    "hf-overrides": ("value", ()),
-    "compilation-config": ("value", ("-cc",)),
 }
 
 # Every other current `vllm serve` flag that does not change GPU memory for the KV cache, weights or
@@ -846,3 +814,7 @@ RENAMED_ENV: dict[str, tuple[str, str]] = {
         "read up to v0.11.0, gone from vllm/envs.py in v0.11.1",
     ),
 }
+
+CATALOGUE = Catalogue(short=SHORT, aliases=ALIASES, inert=INERT, noted=NOTED, renamed=RENAMED,
+                      renamed_env=RENAMED_ENV, underscores_accepted=UNDERSCORES_ACCEPTED,
+                      abbreviations_allowed=ABBREVIATIONS_ALLOWED)

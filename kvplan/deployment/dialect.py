@@ -1,0 +1,146 @@
+"""What an engine's command line means, as one typed object per engine (kvplan/engines/<name>/dialect.py): how its
+server is launched (programs, `python -m` modules, container images), how it takes the model, how it spells the
+Deployment's knobs, and its catalogue of the flags kvplan does not model. Every front door, the levers, `size`'s
+launch lines and `check` ask the dialect instead of naming an engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvplan.deployment.knobs import Knob
+    from kvplan.deployment.values import Draft
+
+# Arity of a catalogued flag, i.e. what follows it on the command line:
+#   "value"    exactly one value (`--port 8000` or `--port=8000`)
+#   "bool"     no value (a store_true flag, or one spelling of an enable/disable pair)
+#   "bool+no"  no value, and `--no-NAME` also exists (argparse.BooleanOptionalAction, click's --x/--no-x)
+#   "optional" a value may follow or not (nargs='?')
+#   "list"     one or more values up to the next flag (nargs='+')
+ARITIES = ("value", "bool", "bool+no", "optional", "list")
+
+
+@dataclass(frozen=True, eq=False)
+class Catalogue:
+    """The flags of one engine release's command line beyond the Deployment's knobs, and its spelling rules."""
+
+    short: dict[str, str] = field(default_factory=dict)  # single-dash spelling -> long flag (dash form)
+    aliases: dict[str, str] = field(default_factory=dict)  # second long spelling -> the flag
+    # the engine's own flags for kvplan's knobs: flag -> (Deployment field, or a setting read elsewhere; arity)
+    knobs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    inert: dict[str, str] = field(default_factory=dict)  # flags that change no memory kvplan plans: -> arity
+    noted: dict[str, tuple[str, str]] = field(default_factory=dict)  # memory-relevant, not modelled: (arity, why)
+    renamed: dict[str, tuple[str, str, bool, str]] = field(default_factory=dict)  # (today, when, refused, arity)
+    native: dict[str, str] = field(default_factory=dict)  # dash form -> as the engine itself spells the flag
+    renamed_env: dict[str, tuple[str, str]] = field(default_factory=dict)  # removed variable -> (today, when)
+    underscores_accepted: bool = True  # `--max_model_len` reads as `--max-model-len`
+    dashes_accepted: bool = True  # the dash form of an underscore-spelled flag is accepted
+    abbreviations_allowed: bool = False  # argparse's allow_abbrev: a unique prefix stands for the flag
+
+    def catalogued(self, name: str) -> bool:
+        """A flag the engine has that kvplan does not model (current, or renamed and removed)."""
+        return name in self.inert or name in self.noted or name in self.renamed
+
+    def has(self, name: str) -> bool:
+        """Any flag of the engine's that the catalogue lists, kvplan's knobs' own names included."""
+        return self.catalogued(name) or name in self.knobs or name in self.aliases
+
+
+@dataclass(frozen=True)
+class Program:
+    """An executable that starts the engine's server, and the subcommand that must (or may) follow it."""
+
+    name: str
+    subcommand: str | None = None
+    subcommand_optional: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Dialect:
+    """One engine's command line."""
+
+    name: str  # the --engine value
+    label: str  # how the engine names itself in messages
+    catalogue_module: str | None = None  # the module whose CATALOGUE lists the engine's other flags
+    programs: tuple[Program, ...] = ()
+    modules: tuple[str, ...] = ()  # `python -m MODULE` entry points of its server
+    images: tuple[str, ...] = ()  # container images whose entry point is its server (the first module)
+    image_tags_are_releases: bool = False  # an image's tag (v0.10.1) names the engine release it runs
+    positional_model: bool = False  # `vllm serve MODEL`: the first bare word is the model
+    model_flag: str | None = None  # how a pasted launch line names the model; None: positionally
+    flag_file: bool = False  # --config FILE: a YAML file of the engine's flag names
+    # the engine's own --config file, when it is not a file of flag names (trtllm-serve's LLM-API options)
+    options_reader: Callable[[str], Draft] | None = None
+    # Deployment knob -> spellings kvplan takes for this engine beyond its catalogue's (dash form)
+    extra_spellings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    own_knobs: frozenset[str] = frozenset()  # the engine-only knobs (Knob.engine_only) this engine has
+    env_prefix: str | None = None  # its environment variables' prefix (VLLM_): a note names those not modelled
+    raises_utilization: bool = False  # utilization is a share of the whole GPU: raising it is a lever
+    versioned: bool = False  # its accounting changes by release (--engine-version)
+
+    @cached_property
+    def knob_spellings(self) -> dict[str, tuple[str, ...]]:
+        """Deployment knob -> this engine's own spellings of it (dash form), beyond the knob's name and aliases:
+        the catalogue's flags for kvplan's knobs, then the extra ones."""
+        found: dict[str, list[str]] = {}
+        for flag, (name, _) in self.catalogue().knobs.items():
+            if flag != name.replace("_", "-"):
+                found.setdefault(name, []).append(flag)
+        for name, flags in self.extra_spellings.items():
+            found.setdefault(name, []).extend(flags)
+        return {name: tuple(flags) for name, flags in found.items()}
+
+    def catalogue(self) -> Catalogue:
+        if self.catalogue_module is None:
+            return EMPTY
+        return import_module(self.catalogue_module).CATALOGUE
+
+    @property
+    def launcher(self) -> str:
+        """The launcher a pasted line starts with (vllm serve, python -m sglang.launch_server)."""
+        if self.programs:
+            program = self.programs[0]
+            return f"{program.name} {program.subcommand}" if program.subcommand and not program.subcommand_optional \
+                else program.name
+        return f"python -m {self.modules[0]}" if self.modules else self.name
+
+    def spellings(self, knob: Knob) -> tuple[str, ...]:
+        """How a knob may be written for this engine (dash form); none where the engine lacks it."""
+        if knob.engine_only and knob.name not in self.own_knobs:
+            return ()
+        return tuple(dict.fromkeys((knob.name.replace("_", "-"), *knob.aliases,
+                                    *self.knob_spellings.get(knob.name, ()))))
+
+    def flag_for(self, knob: Knob) -> str:
+        """The knob as this engine's own command line spells it (--context-length, --max_seq_len)."""
+        own = self.knob_spellings.get(knob.name)
+        dashed = own[0] if own else knob.name.replace("_", "-")
+        return self.catalogue().native.get(dashed, "--" + dashed)
+
+    def sets(self, knob: Knob) -> bool:
+        """Whether the engine's command line can say this knob."""
+        if not knob.engine_flag or (knob.engine_only and knob.name not in self.own_knobs):
+            return False
+        table = self.catalogue().knobs
+        return not table or any(name == knob.name for name, _ in table.values())
+
+    def serves_image(self, reference: str) -> bool:
+        """A container image (registry/name[:tag][@digest]) whose entry point is this engine's server."""
+        name = reference.split("@", 1)[0]
+        if ":" in name.rsplit("/", 1)[-1]:
+            name = name.rsplit(":", 1)[0]
+        return any(name == known or name.endswith("/" + known) for known in self.images)
+
+
+EMPTY = Catalogue()
+
+
+def dialect_of(engine: str) -> Dialect:
+    """The engine's dialect; an engine kvplan does not know speaks the shared knobs only."""
+    from kvplan import registry
+
+    return registry.dialect(engine) if engine in registry.names() else Dialect(engine, engine)

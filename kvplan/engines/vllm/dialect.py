@@ -1,0 +1,20 @@
+"""The `vllm serve` command line: launchers, its server image, and its catalogue of other flags (flags.py)."""
+
+from kvplan.deployment.dialect import Dialect, Program
+
+DIALECT = Dialect(
+    name="vllm",
+    label="vLLM",
+    env_prefix="VLLM_",
+    catalogue_module="kvplan.engines.vllm.flags",
+    programs=(Program("vllm", "serve"),),
+    modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
+    images=("vllm/vllm-openai", "vllm-openai"),
+    image_tags_are_releases=True,
+    positional_model=True,
+    flag_file=True,
+    own_knobs=frozenset({"entrypoint", "mamba_ssm_cache_dtype", "enable_expert_parallel", "enable_eplb",
+                         "eplb_config", "optimization_level", "num_gpu_blocks_override"}),
+    raises_utilization=True,
+    versioned=True,
+)
