@@ -164,3 +164,23 @@ def test_odd_values_never_give_a_500(client, value):
         assert response.status_code < 500, (key, value, response.text)
         if response.status_code >= 400:
             assert set(response.json()) == {"error", "field"}
+
+
+def test_a_third_worker_at_once_is_told_to_retry(client, monkeypatch):
+    import threading
+
+    busy = threading.BoundedSemaphore(1)
+    busy.acquire()  # every worker slot taken
+    monkeypatch.setattr(bounded, "_slots", busy)
+    says = refused(client.get("/api/simulate", params={"model": QWEN, "gpu": "rtx3090"}), 503, None)
+    assert "try again" in says
+
+
+def test_serve_without_fastapi_says_what_to_install(monkeypatch, capsys):
+    import sys
+
+    from kvplan.cli.app import main
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # an import of it now fails, as where it is not installed
+    assert main(["serve", "--port", "0"]) == 2
+    assert "pip install 'kvplan[serve]'" in capsys.readouterr().err

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-HELP = "Serve the calculator as a web page and an HTTP API (pip install 'kvplan[serve]')."
+HELP = "Serve the calculator as a web page and an HTTP API (the serve extra: FastAPI and uvicorn)."
 EPILOG = (
     "Loopback only unless --host says otherwise (then a warning is printed). The page is at /, the API at "
     "/api/estimate, /api/size, /api/simulate, /api/check, /api/models and /api/gpus, its schema at /docs.  "

@@ -102,12 +102,11 @@ def _endpoints(command: str) -> tuple[Callable[..., Json], Callable[..., Any]]:
         return _run(command, _from_query(command, request))
 
     async def post(request: Request) -> Json:
-        inputs = _from_body(command, await _body(request))
-        if command == "estimate":
-            return _run(command, inputs)
         from starlette.concurrency import run_in_threadpool
 
-        return await run_in_threadpool(_run, command, inputs)  # a worker process's wait, off the event loop
+        inputs = _from_body(command, await _body(request))
+        # off the event loop, as the GET is: a Hub download or a worker's wait must not stall other requests
+        return await run_in_threadpool(_run, command, inputs)
 
     return get, post
 

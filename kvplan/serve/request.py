@@ -29,14 +29,16 @@ class Request:
     pasted: list[str] | None = None
     fields: dict[str, str] = field(default_factory=dict)  # a spelling the core names -> the field as sent
 
+    @property
+    def options(self) -> dict[str, Own]:
+        return own_options(command_function(self.command))
+
     def option(self, name: str) -> Any:
         """The value given, else the CLI's default."""
-        if name in self.values:
-            return self.values[name]
-        return own_options(command_function(self.command))[name].default
+        return self.values[name] if name in self.values else self.options[name].default
 
     def flag_of(self, name: str) -> str:
-        return own_options(command_function(self.command))[name].flag
+        return self.options[name].flag
 
     def deployment(self) -> Deployment:
         """The Deployment as kvplan/cli's deployment_of builds it, reading no environment: a request carries
@@ -55,7 +57,7 @@ class Request:
         head = where.split("=", 1)[0] if where.startswith("-") else where
         if head in self.fields:
             return self.fields[head]
-        options = {own.flag: own.key for own in own_options(command_function(self.command)).values()}
+        options = {own.flag: own.key for own in self.options.values()}
         if head in options:  # an option the request left out ("no GPU given")
             return options[head]
         for name, value in self.values.items():  # some sources name the value itself: '7' is not a model id
@@ -71,7 +73,7 @@ class Request:
         for name, value in self.values.items():
             flag = self.flag_of(name)
             if isinstance(value, bool):
-                if value != own_options(command_function(self.command))[name].default:
+                if value != self.options[name].default:
                     args.append(flag if value else f"--no-{flag.lstrip('-')}")
             elif isinstance(value, list):
                 for item in value:
@@ -82,7 +84,6 @@ class Request:
         if self.pasted is not None:
             args += ["--", *self.pasted]
         return args
-
 
 
 def from_items(command: str, items: Iterable[tuple[str, Any]], engine_flags: Iterable[tuple[str, Any]] = ()) -> Request:
