@@ -1,5 +1,25 @@
-"""python -m kvplan"""
+"""python -m kvplan, and the kvplan command (pyproject's entry point): Ctrl-C is taken over before the CLI's
+modules load, so that it exits 130 without a traceback at any moment (kvplan.cli.interrupt)."""
 
-from kvplan.cli.app import run
+from kvplan.cli.interrupt import INTERRUPTED, exit_at_once_on_ctrl_c, interrupt_on_ctrl_c
 
-run()
+
+def main() -> None:
+    import sys
+
+    exit_at_once_on_ctrl_c()
+    from kvplan.cli.app import main as command_line
+
+    try:
+        try:
+            interrupt_on_ctrl_c()
+            code = command_line()
+        finally:
+            exit_at_once_on_ctrl_c()  # what is left is the interpreter's shutdown
+    except KeyboardInterrupt:
+        code = INTERRUPTED
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -107,7 +107,13 @@ def _click_exit(exc: Exception) -> int:
 
 
 def run() -> None:
-    sys.exit(main())
+    from kvplan.cli.interrupt import INTERRUPTED
+
+    try:
+        code = main()
+    except KeyboardInterrupt:  # one outside click's own handling, as in a command module's import
+        code = INTERRUPTED
+    sys.exit(code)
 
 
 if __name__ == "__main__":

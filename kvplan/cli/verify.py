@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kvplan.cli.interrupt import ctrl_c_exits_at_once
 from kvplan.cli.options import (
     TAKES_LAUNCH_LINE,
     ConfigOpt,
@@ -17,6 +18,9 @@ from kvplan.cli.options import (
     VllmVersionOpt,
     deployment_of,
 )
+
+if TYPE_CHECKING:
+    from kvplan.deployment import Deployment
 
 HELP = "Allocate the planned KV block pool on the real device and run a paged decode step over it."
 EPILOG = (
@@ -61,10 +65,32 @@ def verify(
     revision: RevisionOpt = None,
     token: TokenOpt = None,
 ) -> int:
+    # Every check of the user's input comes before torch is imported (seconds), so a mistake fails at once.
+    longest, cap = _checked_numbers(kernel, batch, context, max_pool_bytes)
+    deployment = deployment_of(ctx, config, model=(model, "--model"), gpu=(gpu, "--gpu"),
+                               gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
+                               engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"))
+    _check_dry_run_target(device, deployment)
+    with ctrl_c_exits_at_once():  # torch's import holds nothing to free, and an interrupt inside it is no clean error
+        from kvplan.verify import require_torch
+
+        require_torch()
+        from kvplan.verify.api import verify as run_verify
+        from kvplan.verify.run import Options
+
+    options = Options(deployment, device, cap, no_weights, probe, kernel, batch, longest, token=token,
+                      show_progress=not json_output)
+    document, code = run_verify(options, nproc)
+    if document is not None:  # None: a torchrun rank other than 0
+        _print(document, json_output)
+    return code
+
+
+def _checked_numbers(kernel: str, batch: int, context: str, max_pool_bytes: str) -> tuple[int, int]:
+    """The decode's longest sequence and the pool cap, in tokens and bytes."""
     from kvplan.errors import KvplanError
     from kvplan.units import parse_human_int, parse_size
 
-    # Every check of the user's input comes before torch is imported (seconds), so a mistake fails at once.
     if kernel not in ("gather", "flex"):
         raise KvplanError(f"unknown kernel {kernel!r}; choose gather or flex", "--kernel")
     if batch < 1 or batch > 4096:
@@ -75,25 +101,19 @@ def verify(
     cap = parse_size(max_pool_bytes, "--max-pool-bytes")
     if cap <= 0:
         raise KvplanError("must be above 0", "--max-pool-bytes")
-    deployment = deployment_of(ctx, config, model=(model, "--model"), gpu=(gpu, "--gpu"),
-                               gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
-                               engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"))
+    return longest, cap
+
+
+def _check_dry_run_target(device: str | None, deployment: Deployment) -> None:
+    from kvplan.errors import KvplanError
+
     if (device or "").strip().lower() == "cpu" and deployment.gpu is None and deployment.gpu_memory_bytes is None \
             and deployment.kv_cache_memory_bytes is None:
         raise KvplanError("a CPU dry run plans for a GPU it does not have: name it with --gpu ID or --gpu-memory "
                           "SIZE (or give --kv-cache-memory-bytes)", "--device cpu")
 
-    from kvplan.verify import require_torch
 
-    require_torch()
-    from kvplan.verify.api import verify as run_verify
-    from kvplan.verify.run import Options
-
-    options = Options(deployment, device, cap, no_weights, probe, kernel, batch, longest, token=token,
-                      show_progress=not json_output)
-    document, code = run_verify(options, nproc)
-    if document is None:  # a torchrun rank other than 0
-        return code
+def _print(document: dict[str, Any], json_output: bool) -> None:
     if json_output:
         from kvplan.cli.output import print_json
 
@@ -104,7 +124,6 @@ def verify(
         from kvplan.verify.report import render
 
         sys.stdout.write(render(document))
-    return code
 
 
 COMMAND = verify
