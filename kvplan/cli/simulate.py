@@ -3,7 +3,7 @@ render."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,11 @@ from kvplan.cli.options import (
     VllmVersionOpt,
     deployment_of,
 )
+
+if TYPE_CHECKING:
+    from kvplan.deployment import Deployment
+    from kvplan.plan import Plan
+    from kvplan.simulate.report import Report
 
 HELP = "Play a workload through a plan's KV pool: contiguous reservation against paging, request by request."
 EPILOG = (
@@ -74,8 +79,6 @@ def simulate(
     revision: RevisionOpt = None,
     token: TokenOpt = None,
 ) -> int:
-    from kvplan.api import estimates
-    from kvplan.errors import KvplanError
     from kvplan.simulate.cli_inputs import allocator_names, check_plot_path, workload_from_options
     from kvplan.simulate.pool import parse_step_time
     from kvplan.simulate.runner import simulate_plan
@@ -91,30 +94,42 @@ def simulate(
                                gpu_memory_bytes=(gpu_memory, "--gpu-memory"), engine=(engine, "--engine"),
                                engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"),
                                kv_cache_memory_bytes=(kv_cache_memory, "--kv-cache-memory"))
-    results = estimates(deployment, (), False, token)
-    if len(results) > 1:
-        raise KvplanError("simulate plays one GPU at a time; name one", "--gpu")
-    plan = results[0].plan
+    plan = _one_plan(deployment, token)
     report = simulate_plan(plan, workload, names, kv_cache_bytes=deployment.kv_cache_memory_bytes,
                            prefix_caching=prefix_caching, step_time=timing)
     if plot is not None:
         from kvplan.simulate.report import write_plot
 
         write_plot(report, plot)
+    _print(report, json_output, None if deployment.kv_cache_memory_bytes is not None else plan.error)
+    return 0
+
+
+def _one_plan(deployment: Deployment, token: str | None) -> Plan:
+    from kvplan.api import estimates
+    from kvplan.errors import KvplanError
+
+    results = estimates(deployment, (), False, token)
+    if len(results) > 1:
+        raise KvplanError("simulate plays one GPU at a time; name one", "--gpu")
+    return results[0].plan
+
+
+def _print(report: Report, json_output: bool, plan_error: str | None) -> None:
+    """The report, for scripts or people; plan_error: why the plan itself would not serve (said on stderr)."""
     if json_output:
         from kvplan.cli.output import print_json
 
         print_json(report.to_dict())
-    else:
-        import sys
+        return
+    import sys
 
-        from kvplan.cli.output import terminal_width
-        from kvplan.simulate.report import render_text
+    from kvplan.cli.output import terminal_width
+    from kvplan.simulate.report import render_text
 
-        if plan.error and deployment.kv_cache_memory_bytes is None:
-            sys.stderr.write(f"kvplan: note: {plan.error}\n")
-        sys.stdout.write(render_text(report, terminal_width()))
-    return 0
+    if plan_error:
+        sys.stderr.write(f"kvplan: note: {plan_error}\n")
+    sys.stdout.write(render_text(report, terminal_width()))
 
 
 COMMAND = simulate
