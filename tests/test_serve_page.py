@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.cli.app import main
-from kvplan.serve.server import is_loopback
+from kvplan.cli.serve import is_loopback
 
 STATIC = Path(__file__).parent.parent / "kvplan" / "serve" / "static"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

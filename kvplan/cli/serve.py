@@ -1,7 +1,11 @@
-"""kvplan serve: the web page and the HTTP API (kvplan/serve; the optional `serve` extra)."""
+"""kvplan serve: the web page and the HTTP API (kvplan/serve; the optional `serve` extra). uvicorn is handed the
+app by its import path, so the command line does not import the server package (which imports the CLI's
+document helpers)."""
 
 from __future__ import annotations
 
+import ipaddress
+import sys
 from typing import Annotated
 
 import typer
@@ -15,6 +19,16 @@ EPILOG = (
 )
 
 TAKES_PASTED = False
+APP = "kvplan.serve.app:create_app"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
@@ -26,12 +40,15 @@ def serve(
 
     try:
         import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
+        import uvicorn
     except ImportError:
         raise KvplanError("needs FastAPI and uvicorn: pip install 'kvplan[serve]'", "kvplan serve") from None
-    from kvplan.serve.server import serve as run
-
-    run(host, port)
+    if not is_loopback(host):
+        sys.stderr.write(f"kvplan: warning: serving on {host}, not loopback: anyone who can reach this address can "
+                         "use the API, and a model path in a request is read from this machine's disk\n")
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(f"kvplan: serving http://{shown}:{port}/ (API docs at /docs); Ctrl-C stops\n")
+    uvicorn.run(APP, factory=True, host=host, port=port, log_level="warning")
     return 0
 
 
