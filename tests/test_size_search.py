@@ -10,9 +10,11 @@ import pytest
 
 import kvplan
 from kvplan.cli.app import main
+from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
 from kvplan.hardware import find_gpu
 from kvplan.sizing import Sizing, size
+from kvplan.sizing.search import Space
 
 # A small space: an FP8 GPU and one without FP8 of about the same memory, and a larger FP8 one.
 PRICES = {"l4": 0.8, "a10": 0.75, "l40s": 1.9}
@@ -237,3 +239,13 @@ def test_every_option_gives_the_same_numbers_through_estimate(capsys, args, knob
         at = {rung["context"]: rung["concurrency"] * option.split.data for rung in plan["capacity"]["ladder"]}
         assert tuple(at[t.context] for t in sizing.targets) == option.requests
         assert plan["engine"]["name"] == knobs.get("engine", "vllm")
+
+
+def test_tensor_parallel_stays_within_a_node_at_16_gpus():
+    space = Space((find_gpu("h100"),), (), (), max_gpus=16, gpus_per_node=8)
+    splits = space.splits(16, Deployment.from_mapping({"model": "Qwen/Qwen2.5-0.5B"}))
+    # 16 GPUs, TP at most 8 (one node): TP 1 x PP 1, 2, 4, 8, 16; TP 2 x PP 1, 2, 4, 8; TP 4 x PP 1, 2, 4; TP 8 x
+    # PP 1, 2; the rest data-parallel replicas. 5 + 4 + 3 + 2 = 14 splits; TP 16 across two nodes is not one.
+    assert sorted((s.tensor, s.pipeline, s.data) for s in splits) == [
+        (1, 1, 16), (1, 2, 8), (1, 4, 4), (1, 8, 2), (1, 16, 1), (2, 1, 8), (2, 2, 4), (2, 4, 2), (2, 8, 1),
+        (4, 1, 4), (4, 2, 2), (4, 4, 1), (8, 1, 2), (8, 2, 1)]
