@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kvplan.deployment.dialect import Dialect
     from kvplan.engines.base import Engine
+    from kvplan.engines.log_lines import LogLines
 
 DEFAULT = "vllm"  # the engine a deployment that names none is planned for
 # --engine name -> the package holding that engine's folder. Adding an engine is one line here.
@@ -50,8 +51,12 @@ def dialect(name: str) -> Dialect:
     return _part(name, "dialect", "DIALECT")
 
 
-def log_lines(name: str) -> Any:
-    """The startup lines the engine prints, as explain reads them."""
+def log_lines(name: str) -> LogLines | None:
+    """How the engine's log records look, for explain; None for an engine that prints no log kvplan reads."""
+    from importlib.util import find_spec
+
+    if name in _PACKAGES and find_spec(f"{_PACKAGES[name]}.log_lines") is None:
+        return None
     return _part(name, "log_lines", "LOG_LINES")
 
 

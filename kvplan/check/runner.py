@@ -26,7 +26,7 @@ from kvplan.check.rules import (
     Rule,
     selected,
 )
-from kvplan.errors import KvplanError
+from kvplan.errors import PARALLEL_SPLIT, KvplanError
 
 if TYPE_CHECKING:
     from kvplan.check.kinds import FileKind
@@ -253,11 +253,12 @@ def _engine_rules(ctx: Context, dep: Deployment, gpu: GpuChoice) -> None:
 
 
 def _engine_problem(exc: KvplanError, dep: Deployment) -> Problem:
-    """A refusal of the engine, under the rule of the knob it names."""
-    for name in ("tensor_parallel_size", "pipeline_parallel_size"):
-        if exc.where == dep.where(name):
-            return Problem(ParallelAccepted.id, str(exc), name)
+    """A refusal of the engine, under the rule its code names; the key is the knob its location names."""
     key = next((name for name in dep.origins if exc.where == dep.where(name)), None)
+    if exc.code == PARALLEL_SPLIT:
+        key = key or next((n for n in ("tensor_parallel_size", "pipeline_parallel_size") if exc.where == dep.where(n)),
+                          None)
+        return Problem(ParallelAccepted.id, str(exc), key)
     return Problem(VALID_VALUES, str(exc), key)
 
 

@@ -4,7 +4,7 @@ the engine words it, each error naming the knob as the user gave it."""
 from __future__ import annotations
 
 from kvplan.deployment.declaration import Deployment
-from kvplan.errors import KvplanError
+from kvplan.errors import PARALLEL_SPLIT, KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
@@ -42,21 +42,21 @@ def _parallel(dep: Deployment, spec: ModelSpec) -> None:
     heads = spec.num_attention_heads
     if heads and heads % tp:
         raise KvplanError(f"Total number of attention heads ({heads}) must be divisible by tensor parallel size "
-                          f"({tp}).", where)
+                          f"({tp}).", where, PARALLEL_SPLIT)
     kv_heads = max((layer.kv_heads for layer in spec.kv_layers if not layer.latent_cache), default=0)
     if kv_heads and (tp % kv_heads if tp >= kv_heads else kv_heads % tp):
         raise KvplanError(f"the {kv_heads} KV heads and tensor parallel size {tp} must divide one another (vLLM's "
-                          "QKVParallelLinear shards or replicates whole KV heads)", where)
+                          "QKVParallelLinear shards or replicates whole KV heads)", where, PARALLEL_SPLIT)
     widths = [("intermediate size", spec.intermediate_size)]
     if spec.moe is not None:
         widths = [("expert intermediate size", spec.moe.expert_intermediate_size)]
     for label, width in widths:
         if width and width % tp:
             raise KvplanError(f"{width} is not divisible by {tp}: the model's {label} must split evenly over "
-                              "the tensor-parallel ranks", where)
+                              "the tensor-parallel ranks", where, PARALLEL_SPLIT)
     if dep.pipeline_parallel_size > spec.num_layers:
         raise KvplanError(f"pipeline parallel size ({dep.pipeline_parallel_size}) exceeds the model's "
-                          f"{spec.num_layers} layers", dep.where("pipeline_parallel_size"))
+                          f"{spec.num_layers} layers", dep.where("pipeline_parallel_size"), PARALLEL_SPLIT)
 
 
 def _quantization(dep: Deployment, spec: ModelSpec) -> None:

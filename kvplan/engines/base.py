@@ -14,7 +14,7 @@ from kvplan.plan import EngineSettings, GpuChoice, Memory, Plan
 from kvplan.units import GiB
 
 if TYPE_CHECKING:
-    from kvplan.capacity import SplitPools
+    from kvplan.capacity import PoolLayout, SplitPools
 
 # The CUDA context, outside torch, taken before SGLang measures its "free before load" and counted in TensorRT-LLM's
 # profiling peak: llm-d measured 78.57 GiB free at startup of 79.18 GiB on an H100 (the h100-sxm memory_source in
@@ -65,6 +65,10 @@ class PoolRules:
               kv_tp: int) -> SplitPools | None:
         """Separate token pools the profiled `tokens` of pipeline stage `stage` are re-split into; None: one."""
         return None
+
+    def layout_notes(self, settings: EngineSettings, layout: PoolLayout) -> list[str]:
+        """The engine's own words on how it laid the pool out (a block raised, a page padded)."""
+        return []
 
     def request_cap(self, target: Target, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
         """A limit on running requests the engine sets from its memory, beyond max_num_seqs, and a note."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.capacity import PoolLayout, concurrency, context_ladder, pipeline_stages, pool_layouts
+from kvplan.capacity import PoolLayout, SplitPools, concurrency, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.engines.base import PoolRules, Target
@@ -54,9 +54,6 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append(FLAT_POOL_NOTE)
     unified = settings is not None and not settings.hybrid_kv_manager
-    if unified and any(layer.drops_old_tokens for layer in spec.layers):
-        notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
-                     "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it): every layer caches every token")
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
     for stage in stages(spec, dep, drafts, flat_pool or unified):
@@ -198,44 +195,31 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
                notes: list[str], rules: PoolRules | None = None) -> Plan:
     spec, dep, gpu = target.spec, target.deployment, target.gpu
     rules = rules or PoolRules()
-    tp = dep.tensor_parallel_size
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
     mnbt = settings.max_num_batched_tokens or settings.max_model_len
     kv_tp = rules.kv_tensor_parallel(target)
     layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes,
                            kv_tp, settings.max_model_len)
-    settings, hybrid_notes = _aligned(settings, layouts[0])
-    notes += hybrid_notes
+    notes += rules.layout_notes(settings, layouts[0])
+    settings = _aligned(settings, layouts[0])
     pairs = list(zip(layouts, memories, strict=True))
     blocks = [capped_blocks(layout.num_blocks(memory.kv_cache_bytes), settings) for layout, memory in pairs]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
     per_request = layout.blocks_per_request(length, mnbt)
-    request_bytes = layout.request_bytes(length, mnbt)
-    fits_everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups for lay, mem in pairs)
-    # vLLM's estimate of the longest request searches up to max_model_len, never beyond it.
-    longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, length) for lay, mem in pairs)
+    fit = _Fit.of(pairs, layout, length, mnbt)
     split = rules.pools(target, settings, limiting, num_blocks * settings.block_size, prepared.kv_bytes, kv_tp)
     if split is not None:  # the profiled tokens re-split into pools that must each hold the request
         notes = [note for note in notes if note != FLAT_POOL_NOTE]
-        fits_everywhere, longest = split.fits(length), split.longest(length)
-        request_bytes = split.request_bytes(length)
+        fit = _Fit(split.fits(length), split.longest(length), split.request_bytes(length))
     request_cap, cap_note = rules.request_cap(target, settings, memory)
-    if cap_note:
-        notes.append(cap_note)
+    notes += [cap_note] if cap_note else []
     caps = [cap for cap in (settings.max_num_seqs, request_cap) if cap is not None]
-
     contexts, ladder_note = ladder_contexts(target, length)
-    if ladder_note:
-        notes.append(ladder_note)
-    ladder = []
-    for context in contexts:
-        need = layout.blocks_per_request(context, mnbt)
-        kv_limited = split.requests(context) if split is not None else num_blocks // need if need else 0
-        ladder.append(LadderRung(context, min([kv_limited, *caps]), kv_limited))
-
-    error = _startup_error(target, settings, layout, memories, memory, fits_everywhere, request_bytes, longest)
+    notes += [ladder_note] if ladder_note else []
+    ladder = _ladder(contexts, layout, num_blocks, mnbt, split, caps)
+    error = _startup_error(target, settings, layout, memories, memory, fit.everywhere, fit.request_bytes, fit.longest)
     if not layout.groups:
         notes.append("the model has no attention KV cache (state-only layers); the block pool does not apply")
     concurrency_value = (num_blocks * settings.block_size / length if settings.concurrency_in_tokens
@@ -247,8 +231,46 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
         concurrency_value, tokens = split.concurrency(length), split.pools[0].tokens
     capacity = Capacity(
         num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),
-        fits=error is None and bool(layout.groups), max_model_len_that_fits=longest, blocks_per_request=per_request,
-        request_bytes=request_bytes, ladder=tuple(ladder))
+        fits=error is None and bool(layout.groups), max_model_len_that_fits=fit.longest,
+        blocks_per_request=per_request, request_bytes=fit.request_bytes, ladder=tuple(ladder))
+    notes += _pool_notes(target, settings, prepared, layout, num_blocks, tokens)
+    return Plan(model=spec, gpu=gpu, tensor_parallel=dep.tensor_parallel_size,
+                pipeline_parallel=dep.pipeline_parallel_size, data_parallel=dep.data_parallel_size,
+                engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
+                capacity=capacity, limiting_stage=limiting, error=error, pools=split, stage_memories=tuple(memories),
+                notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Whether one request of max_model_len fits on every rank, the longest that would, and what one takes."""
+
+    everywhere: bool
+    longest: int
+    request_bytes: int
+
+    @classmethod
+    def of(cls, pairs: list[tuple[PoolLayout, Memory]], limiting: PoolLayout, length: int, mnbt: int) -> _Fit:
+        everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups for lay, mem in pairs)
+        # vLLM's estimate of the longest request searches up to max_model_len, never beyond it.
+        longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, length) for lay, mem in pairs)
+        return cls(everywhere, longest, limiting.request_bytes(length, mnbt))
+
+
+def _ladder(contexts: list[int], layout: PoolLayout, num_blocks: int, mnbt: int, split: SplitPools | None,
+            caps: list[int]) -> list[LadderRung]:
+    ladder = []
+    for context in contexts:
+        need = layout.blocks_per_request(context, mnbt)
+        kv_limited = split.requests(context) if split is not None else num_blocks // need if need else 0
+        ladder.append(LadderRung(context, min([kv_limited, *caps]), kv_limited))
+    return ladder
+
+
+def _pool_notes(target: Target, settings: EngineSettings, prepared: Prepared, layout: PoolLayout, num_blocks: int,
+                tokens: int) -> list[str]:
+    """What the plan's pool says beyond its figures: padding, states outside it, replicas, experts, caps."""
+    dep, notes = target.deployment, []
     if layout.padding_layers:
         waste = layout.padding_layers / (sum(g.slots for g in layout.groups)) * 100
         notes.append(f"{layout.padding_layers} padding layers to make equal KV groups (up to {waste:.2f}% of "
@@ -261,17 +283,13 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
         notes.append(f"data parallel {dp}: {dp} engines, each with its own weights and this pool; in all "
                      f"{tokens * dp:,} tokens and {dp} x the requests at once")
     placement = settings.expert_placement
-    if placement is not None and (placement.whole or placement.ranks > tp):
-        notes.append(_placement_note(placement, spec.moe.num_experts if spec.moe else 0))
+    if placement is not None and (placement.whole or placement.ranks > dep.tensor_parallel_size):
+        notes.append(_placement_note(placement, target.spec.moe.num_experts if target.spec.moe else 0))
     if settings.blocks_override is not None:
         notes.append(f"num_gpu_blocks_override: {settings.blocks_override:,} blocks, whatever the memory budget")
     if settings.token_cap is not None and num_blocks * settings.block_size >= settings.token_cap - settings.block_size:
         notes.append(f"max_total_tokens caps the pool at {settings.token_cap:,} tokens")
-    return Plan(model=spec, gpu=gpu, tensor_parallel=tp, pipeline_parallel=dep.pipeline_parallel_size,
-                data_parallel=dep.data_parallel_size,
-                engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
-                capacity=capacity, limiting_stage=limiting, error=error, pools=split, stage_memories=tuple(memories),
-                notes=tuple(dict.fromkeys(notes + list(spec.notes))))
+    return notes
 
 
 def _placement_note(placement: ExpertPlacement, num_experts: int) -> str:
@@ -287,22 +305,12 @@ def _has_states(layout: PoolLayout) -> bool:
     return any(group.layer.paged_state for group in layout.groups)
 
 
-def _aligned(settings: EngineSettings, layout: PoolLayout) -> tuple[EngineSettings, list[str]]:
-    """The block size the pool settled on, and vLLM's own words when state pages raised it or were padded."""
-    notes: list[str] = []
+def _aligned(settings: EngineSettings, layout: PoolLayout) -> EngineSettings:
+    """The block size the pool settled on: state pages may have raised the attention block."""
     has_attention = any(group.layer.holds_kv for group in layout.groups)
     if has_attention and layout.block_size != settings.block_size:
-        notes.append(f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size "
-                     "is >= mamba page size (vLLM)")
-        settings = replace(settings, block_size=layout.block_size)
-    state = next((g.layer for g in layout.groups if g.layer.paged_state), None)
-    if state is not None and has_attention:
-        real = state.state_page_bytes(layout.tp)
-        padded = state.page_bytes(layout.block_size, layout.kv_bytes, layout.tp)
-        if padded > real:
-            notes.append(f"Padding mamba page size by {100 * (padded - real) / real:.2f}% to ensure that mamba page "
-                         "size and attention page size are exactly equal (vLLM)")
-    return settings, notes
+        return replace(settings, block_size=layout.block_size)
+    return settings
 
 
 def capped_blocks(blocks: int, settings: EngineSettings) -> int:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from kvplan.engines.log_lines import LogLines
 from kvplan.explain.literals import config_pairs, python_dict
 from kvplan.explain.record import LoggedRun
 from kvplan.units import GiB
@@ -72,16 +74,19 @@ def figure(pattern: str, section: str, name: str, convert: Any = gib_bytes) -> F
     return Figure(re.compile(pattern), section, name, convert)
 
 
-# SGLang's records: "[%(asctime)s{prefix}] %(message)s" (srt/utils configure_logger), the time as
-# 2025-10-07 23:17:19, 10-07 23:17:19 or 23:17:19 by release, the prefix the ranks (" DP0 TP0").
-SGLANG_STAMP = r"\[(?:\d{4}-)?(?:\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]+\d+)*\] "
-# TensorRT-LLM's: "[TensorRT-LLM][INFO] " from the C++ runtime, "[TRT-LLM] [I] " from the Python logger (after a
-# time stamp), a rank tag possibly after the level.
-TRTLLM_STAMP = r"\[(?:TensorRT-LLM|TRT-LLM)\] ?\[(?:INFO|WARNING|WARN|ERROR|DEBUG|VERBOSE|TRACE|I|W|E|D|V)\]"
-# How a log record starts: a process prefix, a level and a date, or an SGLang / TensorRT-LLM stamp. A line that
-# starts none continues the record before it (a terminal or an editor wrapped it, or a progress bar redrew).
-RECORD_START = re.compile(r"\s*(?:\(\w+ pid=\d+\)|(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d|"
-                          r"\[\d{4}-\d\d-\d\d|\[TensorRT-LLM\]|\[TRT-LLM\]|" + SGLANG_STAMP + ")")
+
+
+def _engine_log_lines() -> list[tuple[str, LogLines]]:
+    from kvplan import registry
+
+    return [(name, lines) for name in registry.names() if (lines := registry.log_lines(name)) is not None]
+
+
+@cache
+def _record_start(engines: tuple[str, ...]) -> re.Pattern[str]:
+    """How a log record starts, in any engine's format. A line that starts none continues the record before it (a
+    terminal or an editor wrapped it, or a progress bar redrew)."""
+    return re.compile(r"\s*(?:" + "|".join(lines.record_start for _, lines in _engine_log_lines()) + ")")
 MAX_WRAPPED = 200  # continuation lines joined to one record at most
 
 
@@ -209,8 +214,7 @@ class Era(LineKind):
 
 
 class OtherEngine(LineKind):
-    """A line only SGLang or TensorRT-LLM prints, in the engine's own record format: its stamp, then one of its
-    sizing messages with the figure it prints. A mention of the engine in prose is not one."""
+    """A record only another engine prints (its log_lines module's `recognised`): kvplan tells whose log it is."""
 
     def __init__(self, engine: str, trigger: str) -> None:
         self.engine = engine
@@ -220,7 +224,7 @@ class OtherEngine(LineKind):
         run.engine = run.engine or self.engine
 
 
-KINDS: tuple[LineKind, ...] = (
+VLLM_KINDS: tuple[LineKind, ...] = (
     Banner(),
     NonDefaultArgs(),
     EngineConfig(),
@@ -286,19 +290,22 @@ KINDS: tuple[LineKind, ...] = (
     Figures(r"Padding mamba page size by",
             figure(r"page size by " + NUMBER + "%", "capacity", "mamba_padding_percent", ratio)),
     Figures(r"padding layers", figure(r"Add " + COUNT + r" padding layers", "capacity", "padding_layers", count)),
-    # model_runner / scheduler (v0.3-v0.5): the pool, the memory around the weights, the token budget, the args
-    OtherEngine("sglang", SGLANG_STAMP + r"(?:KV Cache is allocated\. #tokens: \d|Memory pool end\. avail mem=\d|"
-                          r"Load weight (?:begin|end)\..*avail mem=\d|max_total_num_tokens=\d|"
-                          r"Mamba Cache is allocated\.|server_args=ServerArgs\()"),
-    # the level tag is TensorRT-LLM's own: any message after it is one of its records; so is the version banner
-    # the Python package prints on import ("[TensorRT-LLM] TensorRT-LLM version: 0.10.0")
-    OtherEngine("trtllm", TRTLLM_STAMP + r" ?\S|\[TensorRT-LLM\] TensorRT-LLM version: \d"),
 )
+
+
+@cache
+def _kinds(engines: tuple[str, ...]) -> tuple[LineKind, ...]:
+    """vLLM's lines, then a record only another engine prints, in that engine's own format."""
+    return (*VLLM_KINDS, *(OtherEngine(name, lines.recognised) for name, lines in _engine_log_lines()
+                           if lines.recognised))
 
 
 def records(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """(line number, text) of each record: a line that starts one, with the wrapped lines after it joined back
     as a terminal split them (no separator). A line that starts no record and follows none stands alone."""
+    from kvplan import registry
+
+    record_start = _record_start(registry.names())
     found: list[tuple[int, list[str]]] = []
     open_record = False
     length = 0
@@ -306,7 +313,7 @@ def records(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
         if not line.strip():
             open_record = False
             continue
-        starts = bool(RECORD_START.match(line))
+        starts = bool(record_start.match(line))
         parts = found[-1][1] if found else []
         if open_record and not starts and len(parts) < MAX_WRAPPED and length + len(line) <= MAX_LINE:
             parts.append(line)
@@ -319,12 +326,15 @@ def records(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 def read_into(run: LoggedRun, text: str) -> None:
     """Every recognised record of TEXT, read into RUN in log order."""
+    from kvplan import registry
+
+    kinds = _kinds(registry.names())
     for number, record in records(log_lines(text)):
         rank_match = RANK.search(record)
         rank = rank_match.group(1) if rank_match else None
         if rank:
             run.ranks.add(rank)
-        for kind in KINDS:
+        for kind in kinds:
             match = kind.trigger.search(record)
             if match:
                 kind.read(match, record, run, Place(number, rank))

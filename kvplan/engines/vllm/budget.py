@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
-from kvplan.engines.base import Target
+from kvplan.engines.base import PoolRules, Target
 from kvplan.engines.vllm.releases import (
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
@@ -209,7 +210,7 @@ def rope_cache_bytes(target: Target) -> int:
     return sum(table.values() * (4 if table.float32 else dtype_bytes(dtype)) for table in target.spec.rope_tables)
 
 
-class Vllm:
+class Vllm(PoolRules):
     name = "vllm"
     label = "vLLM"
     versioned = True
@@ -276,6 +277,10 @@ class Vllm:
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
         notes = []
+        if not settings.hybrid_kv_manager and any(layer.drops_old_tokens for layer in target.spec.layers):
+            notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
+                         "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it): every layer caches every "
+                         "token")
         if target.deployment.kv_cache_memory_bytes is not None:
             notes.append("KV cache memory given: vLLM skips profiling and gpu_memory_utilization")
         if target.deployment.compilation_config is not None:
@@ -298,6 +303,24 @@ class Vllm:
                                                 for cache in layer.cache_layers()):
             notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "
                          "holds one more block per request")
+        return notes
+
+
+    def layout_notes(self, settings: EngineSettings, layout: PoolLayout) -> list[str]:
+        """vLLM's own words when state pages raised the attention block or were padded to it
+        (model_executor/models/config.py HybridAttentionMambaModelConfig)."""
+        notes: list[str] = []
+        has_attention = any(group.layer.holds_kv for group in layout.groups)
+        if has_attention and layout.block_size != settings.block_size:
+            notes.append(f"Setting attention block size to {layout.block_size} tokens to ensure that attention page "
+                         "size is >= mamba page size (vLLM)")
+        state = next((g.layer for g in layout.groups if g.layer.paged_state), None)
+        if state is not None and has_attention:
+            real = state.state_page_bytes(layout.tp)
+            padded = state.page_bytes(layout.block_size, layout.kv_bytes, layout.tp)
+            if padded > real:
+                notes.append(f"Padding mamba page size by {100 * (padded - real) / real:.2f}% to ensure that mamba "
+                             "page size and attention page size are exactly equal (vLLM)")
         return notes
 
 
