@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kvplan import registry
+
 if TYPE_CHECKING:
     from kvplan.deployment import Deployment
 
@@ -16,7 +18,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts i
 RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub branch, tag or commit.")]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Bundled id, local config.json or directory, or "
                                                                "Hub id.", show_default=False)]
-EngineOpt = Annotated[str | None, typer.Option("--engine", help="vllm, sglang, trtllm or simple.")]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help=f"{', '.join(registry.names()[:-1])} or "
+                                                                f"{registry.names()[-1]}.")]
 VllmVersionOpt = Annotated[str | None, typer.Option("--vllm-version", help="Era of vLLM's accounting, e.g. 0.11; "
                                                                            "default the newest.")]
 ConfigOpt = Annotated[str | None, typer.Option(

@@ -17,6 +17,7 @@ from kvplan.cli.options import (
     VllmVersionOpt,
     deployment_of,
 )
+from kvplan.sizing.command import launchable
 
 if TYPE_CHECKING:
     from kvplan.sizing import Option, Sizing
@@ -41,6 +42,9 @@ CONTEXT = TAKES_LAUNCH_LINE
 TAKES_PASTED = True
 
 
+LAUNCHABLE = launchable()  # the engines whose launch lines size can print
+
+
 def size(
     ctx: typer.Context,
     target: Annotated[list[str] | None, typer.Option("--target", help="N@CONTEXT: N requests of CONTEXT "
@@ -52,7 +56,8 @@ def size(
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="Most GPUs in one deployment.")] = 8,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node: the largest tensor-parallel "
                                                "size.")] = 8,
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm, sglang or trtllm.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help=f"{', '.join(LAUNCHABLE[:-1])} or "
+                                                                f"{LAUNCHABLE[-1]}.")] = None,
     vllm_version: VllmVersionOpt = None,
     kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 "
                                                        "(default auto,fp8).", show_default=False)] = None,
