@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from kvplan.errors import KvplanError
-from kvplan.serve import bounded, documents, schema
+from kvplan.serve import bounded, documents, responses, schema
 from kvplan.serve.errors import ApiError
 from kvplan.serve.limits import BodyLimit
 from kvplan.serve.request import FLAGS_FIELD, from_items
@@ -111,19 +111,29 @@ def _endpoints(command: str) -> tuple[Callable[..., Json], Callable[..., Any]]:
     return get, post
 
 
+DOCUMENTS: dict[str, Callable[[], Any]] = {"estimate": responses.estimate_document, "size": responses.size,
+                                           "simulate": responses.simulate}
+
+
 def _routes(app: FastAPI) -> None:
     for command in ("estimate", "size", "simulate"):
         get, post = _endpoints(command)
         summary = f"kvplan {command} --json"
-        app.get(f"/api/{command}", summary=summary, openapi_extra=schema.query_parameters(command))(get)
-        app.post(f"/api/{command}", summary=summary, openapi_extra=schema.request_body(command))(post)
+        answers = responses.answers(DOCUMENTS[command](), f"The document `kvplan {command} --json` prints.")
+        app.get(f"/api/{command}", summary=summary, openapi_extra=schema.query_parameters(command),
+                responses=answers)(get)
+        app.post(f"/api/{command}", summary=summary, openapi_extra=schema.request_body(command),
+                 responses=answers)(post)
 
     @app.get("/api/estimate/working", summary="The estimate, its working and the CLI command (the page's call)",
-             openapi_extra=schema.query_parameters("estimate"))
+             openapi_extra=schema.query_parameters("estimate"),
+             responses=responses.answers(responses.working(), "The estimate, the panel's lines, the command."))
     def working(request: Request) -> Json:
         return _working(_from_query("estimate", request))
 
-    @app.post("/api/check", summary="kvplan check --format json, on one file's text", openapi_extra=schema.check_body())
+    @app.post("/api/check", summary="kvplan check --format json, on one file's text", openapi_extra=schema.check_body(),
+              responses=responses.answers(responses.check(), "The findings `kvplan check --format json` prints; "
+                                          "the exit header is check's (1 a rule failed, 2 the file is invalid)."))
     async def check(request: Request) -> Json:
         body = await _body(request)
         for key in body:
@@ -140,11 +150,13 @@ def _routes(app: FastAPI) -> None:
                                  body.get("ignore"))
         return _answer(answer.document, answer.exit_code)
 
-    @app.get("/api/models", summary="kvplan models list --json")
+    @app.get("/api/models", summary="kvplan models list --json",
+             responses=responses.answers(responses.models(), "The rows `kvplan models list --json` prints."))
     def models() -> Json:
         return _answer(documents.models().document, 0)
 
-    @app.get("/api/gpus", summary="kvplan gpus --json")
+    @app.get("/api/gpus", summary="kvplan gpus --json",
+             responses=responses.answers(responses.gpus(), "The catalogue `kvplan gpus --json` prints."))
     def gpus() -> Json:
         return _answer(documents.gpus().document, 0)
 
