@@ -58,14 +58,41 @@ def test_seed_numbers_reach_the_findings(tmp_path):
     assert "136,016 tokens" in fits.message and "4.15 such requests" in fits.message
 
 
-@pytest.mark.parametrize(("model", "status"), [("Qwen/Qwen2.5-7B", "pass"), ("Qwen/Qwen2.5-7BB", "fail")])
-def test_model_resolvable(tmp_path, model, status):
-    findings = check(tmp_path, deployment_file(f"name: a\nmodel: {model}\ngpu: h100\n"))
+@pytest.fixture
+def hub_offline(monkeypatch):
+    """The Hub out of reach, as in a CI runner without network: huggingface_hub's offline switch."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.mark.parametrize(("model", "strict", "status"), [("Qwen/Qwen2.5-7B", False, "pass"),
+                                                         ("Qwen/Qwen2.5-7BB", False, "warn"),
+                                                         ("Qwen/Qwen2.5-7BB", True, "fail")])
+def test_model_resolvable(tmp_path, hub_offline, model, strict, status):
+    findings = check(tmp_path, deployment_file(f"name: a\nmodel: {model}\ngpu: h100\n"), strict=strict)
     found = outcome(findings, "KV001")
     assert found.status == status
-    if status == "fail":
-        assert "Qwen/Qwen2.5-7B" in found.message  # the closest bundled id is suggested
+    if status != "pass":  # the Hub could not be asked: a warning by default, a failure with --strict
+        assert "HF_HUB_OFFLINE is set" in found.message
         assert outcome(findings, "KV011").status == "skip"
+        assert exit_code(findings) == (1 if strict else 0)
+
+
+def test_an_unresolved_model_is_counted_and_a_broken_local_config_fails(tmp_path, hub_offline):
+    from kvplan.check.reporters import REPORTERS
+
+    broken = tmp_path / "m" / "config.json"
+    broken.parent.mkdir()
+    broken.write_text('{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096}')  # no num_hidden_layers
+    path = tmp_path / "fleet.yaml"
+    path.write_text(deployment_file("name: a\nmodel: org/not-bundled\ngpu: h100\n",
+                                    f"name: b\nmodel: {broken}\ngpu: h100\n"))
+    report = check_paths([str(path)], Options())
+    assert outcome(report.findings, "KV001", "a").status == "warn"
+    assert outcome(report.findings, "KV001", "b").status == "fail"  # a file that is there and broken is a mistake
+    assert report.unresolved_models == 1
+    assert "2 deployment(s), 1 with an unresolved model (capacity rules skipped)" in REPORTERS["text"]().render(report)
 
 
 def test_no_model_fails_model_rule(tmp_path):
@@ -301,9 +328,9 @@ def test_model_config(tmp_path):
 def test_select_and_ignore(tmp_path):
     text = deployment_file(seeded("a", "max_model_len: 4096\n"))
     only = check(tmp_path, text, select=["KV01"])
-    assert {f.rule for f in only} == {"KV010", "KV011"}
+    assert {f.rule for f in only} == {"KV000", "KV010", "KV011"}  # the file's own record is no rule's to drop
     rest = check(tmp_path, text, ignore=["KV0"])
-    assert rest == []
+    assert [(f.rule, f.status) for f in rest] == [("KV000", "pass")]
     with pytest.raises(Exception, match="no rule id starts with 'KV9'"):
         check(tmp_path, text, select=["KV9"])
 

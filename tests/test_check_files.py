@@ -75,7 +75,8 @@ K8S = """\
 def test_kubernetes_manifest(tmp_path):
     findings = findings_of(write(tmp_path, "k8s.yaml", K8S))
     rules = by_rule(findings)
-    assert {f.deployment for f in findings} == {"llama"}  # the sidecar and the Service are not deployments
+    # the sidecar and the Service are not deployments
+    assert {f.deployment for f in findings if f.rule != "KV000"} == {"llama"}
     # nvidia.com/gpu.product NVIDIA-A100-SXM4-80GB is the catalogue's a100-80gb-sxm alias A100-SXM4-80GB
     assert "A100-SXM4-80GB" in rules["KV006"].message and rules["KV006"].line == 20
     assert rules["KV030"].status == "pass"
@@ -134,7 +135,7 @@ def test_helm_values(tmp_path):
     """
     findings = findings_of(write(tmp_path, "values.yaml", text), gpu="l4")
     rules = by_rule(findings)
-    assert {f.deployment for f in findings} == {"qwen"}  # enabled: false is not deployed
+    assert {f.deployment for f in findings if f.rule != "KV000"} == {"qwen"}  # enabled: false is not deployed
     # the chart's template passes only the keys it names; pipelineParallelSize never reaches vLLM
     assert rules["KV002"].status == "fail" and "pipelineParallelSize" in rules["KV002"].message
     assert rules["KV002"].line == 11
@@ -158,7 +159,7 @@ def test_compose_service(tmp_path):
     """
     findings = findings_of(write(tmp_path, "compose.yaml", text), gpu="h100")
     rules = by_rule(findings)
-    assert {f.deployment for f in findings} == {"vllm"}
+    assert {f.deployment for f in findings if f.rule != "KV000"} == {"vllm"}
     assert rules["KV030"].status == "fail" and "gives 1 GPU(s), but TP 2" in rules["KV030"].message
 
 
@@ -210,9 +211,13 @@ def test_files_of_other_kinds_are_skipped(tmp_path):
     write(tmp_path, "repo/package.json", '{"name": "x"}')
     write(tmp_path, "repo/notes.yaml", "title: hello\n")
     report = check_paths([str(tmp_path / "repo")], Options())
-    assert report.findings == [] and exit_code(report.findings) == 0
+    assert exit_code(report.findings) == 0
     repo = tmp_path / "repo"  # dot folders are not searched; package.json is not a config.json
     assert report.skipped_files == [str(repo / ".pre-commit-config.yaml"), str(repo / "notes.yaml")]
+    # found by walking the folder: each is a skip record with its reason, in the findings every format prints
+    assert [(f.file, f.rule, f.status) for f in report.findings] == [(path, "KV000", "skip") for path in
+                                                                     report.skipped_files]
+    assert all("not a file kind kvplan check reads" in f.message for f in report.findings)
 
 
 def test_globs(tmp_path):
@@ -342,7 +347,7 @@ def test_cli_exit_codes_on_the_examples():
                                                  "production-stack-values.yaml")]
     ok = run_cli(*passing)
     assert ok.returncode == 0, ok.stdout
-    assert "4 file(s), 6 deployment(s)" in ok.stdout
+    assert "4 file(s) (4 checked, 0 skipped, 0 errored), 6 deployment(s)" in ok.stdout
     failing = run_cli(str(EXAMPLES / "deployments-fail.yaml"), "--format", "github")
     assert failing.returncode == 1 and "::error file=" in failing.stdout
     bad = run_cli(str(EXAMPLES / "deployments-pass.yaml"), "no-such-file.yaml")
@@ -399,7 +404,11 @@ def test_odd_shapes_never_crash(tmp_path):
 
 def test_kind_forces_the_reading(tmp_path):
     inert = write(tmp_path, "serve.yaml", "port: 8000\nhost: 0.0.0.0\n")  # no knob: not recognised as a vLLM config
-    assert check_paths([str(inert)], Options()).skipped_files == [str(inert)]
+    named = check_paths([str(inert)], Options())  # named on the command line and of no kind: an error, exit 2
+    assert [(f.rule, f.status) for f in named.findings] == [("KV000", "error")] and exit_code(named.findings) == 2
+    assert "--kind reads it as one" in named.findings[0].message
+    assert check_paths([str(inert)], Options(skip_unknown=True)).skipped_files == [str(inert)]
+    assert check_paths([str(tmp_path)], Options()).skipped_files == [str(inert)]  # found in a folder: skipped
     forced = by_rule(findings_of(inert, kind="vllm-config"))
     assert forced["KV002"].status == "pass" and forced["KV001"].status == "fail"  # read as one: it names no model
     wrong = findings_of(inert, kind="helm-values")
@@ -408,6 +417,6 @@ def test_kind_forces_the_reading(tmp_path):
 
 def test_other_yaml_with_a_model_key_is_not_a_vllm_config(tmp_path):
     training = write(tmp_path, "train.yaml", "model: resnet50\nlr: 0.1\nepochs: 90\n")
-    assert check_paths([str(training)], Options()).skipped_files == [str(training)]
+    assert check_paths([str(training)], Options(skip_unknown=True)).skipped_files == [str(training)]
     typo = write(tmp_path, "serve.yaml", "model: Qwen/Qwen2.5-7B\nmax-model-len: 4096\nmax-num-seqz: 8\n")
     assert by_rule(findings_of(typo))["KV002"].status == "fail"  # two of three keys are vLLM's: it is one

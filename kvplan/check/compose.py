@@ -23,6 +23,7 @@ class Compose:
     """docker-compose services whose command runs a model server (or whose image is vLLM's server)."""
 
     name, label = "compose", "docker-compose file"
+    EMPTY = "no service runs a model server kvplan knows (an engine's launcher, or an image that names one)"
 
     def detect(self, document: Any) -> bool:
         services = document.get("services") if isinstance(document, dict) else None

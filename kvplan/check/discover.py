@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ GLOB_CHARS = ("*", "?", "[")
 class Found:
     path: str
     error: KvplanError | None = None  # the path cannot be searched (a symlink loop, a glob that matches nothing)
+    named: bool = False  # named on the command line itself (not found by walking a folder or by a glob)
 
 
 def discover(paths: list[str]) -> list[Found]:
@@ -36,7 +38,7 @@ def discover(paths: list[str]) -> list[Found]:
         elif os.path.isdir(path):
             found.extend(_walk(path))
         else:
-            found.append(Found(path))
+            found.append(Found(path, named=True))
     unique: dict[str, Found] = {}
     for item in found:
         # A file reached twice (a glob's ** follows symbolic links, loops included) is read once.
@@ -90,7 +92,48 @@ def load_sources(path: str) -> list[Source]:
         except (KvplanError, IndexError):  # JSON that YAML does not read (tabs): no lines, same checks
             lines = {}
         return [Source(path, document, lines, text)]
-    return [Source(path, document, lines, text) for document, lines in load_located(text, path)]
+    try:
+        return [Source(path, document, lines, text) for document, lines in load_located(text, path)]
+    except KvplanError as exc:
+        starts = [m.start() for m in DOCUMENT_START.finditer(text)]
+        if not starts or (len(starts) == 1 and not text[:starts[0]].strip()):
+            raise
+        error = exc
+    return _each_document(path, text, starts, error)
+
+
+DOCUMENT_START = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
+
+
+def _each_document(path: str, text: str, starts: list[int], whole: KvplanError) -> list[Source]:
+    """A multi-document file that does not parse as a whole, read document by document: each readable one is
+    a Source, a broken one a Source that carries its error and line (the parser's marks stay the file's own:
+    each document is parsed behind as many blank lines as precede it)."""
+    from kvplan.check.source import Source
+    from kvplan.deployment.config_file import ExpansionError, load_located
+
+    bounds = ([0] if text[:starts[0]].strip() else []) + starts + [len(text)]
+    sources: list[Source] = []
+    for begin, end in zip(bounds, bounds[1:], strict=False):
+        before = text.count("\n", 0, begin)
+        chunk = "\n" * before + text[begin:end]
+        try:
+            sources += [Source(path, document, lines, text) for document, lines in load_located(chunk, path)]
+        except ExpansionError as exc:
+            sources.append(Source(path, None, {}, text, broken=exc, broken_line=exc.node_line))
+        except KvplanError as exc:
+            line = getattr(exc, "line", None) or _line_in(exc.message) or before + 1
+            sources.append(Source(path, None, {}, text, broken=exc, broken_line=line))
+    return sources if any(s.broken is None for s in sources) else _reraise(whole)
+
+
+def _line_in(message: str) -> int | None:
+    match = re.search(r"at line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def _reraise(error: KvplanError) -> list[Source]:
+    raise error
 
 
 def _json(text: str, path: str) -> object:

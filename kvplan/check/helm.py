@@ -24,6 +24,7 @@ class HelmValues:
     deployment-vllm-multi.yaml template builds it."""
 
     name, label = "helm-values", "production-stack Helm values"
+    EMPTY = "every modelSpec is disabled (enabled: false)"
     # vllmConfig keys the chart turns into flags (camelCase -> flag), as its template does
     FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype", "tensorParallelSize": "--tensor-parallel-size",
              "maxNumSeqs": "--max-num-seqs", "gpuMemoryUtilization": "--gpu_memory_utilization",

@@ -28,6 +28,7 @@ class Kubernetes:
     """Kubernetes workloads whose containers run a model server."""
 
     name, label = "kubernetes", "Kubernetes manifest"
+    EMPTY = "no container runs a model server kvplan knows (an engine's launcher, or an image that names one)"
     # kind -> path from the document to the pod spec
     POD_SPECS: dict[str, tuple[str, ...]] = {
         "Pod": ("spec",), "Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),

@@ -7,9 +7,9 @@ import json
 from collections import Counter
 from typing import Protocol
 
-from kvplan.check.findings import ERROR, FAIL, FILE_RULE, SKIP, STATUSES, WARN, Finding
+from kvplan.check.findings import ERROR, FAIL, FILE_RULE, PASS, SKIP, STATUSES, WARN, Finding
 from kvplan.check.rules import RULES, Rule
-from kvplan.check.runner import Report
+from kvplan.check.runner import CHECKED, ERRORED, SKIPPED, Report
 
 FILE_RULE_NAME = "file-readable"
 FILE_RULE_SUMMARY = "the file can be read and parsed safely (size, encoding, YAML aliases, duplicate keys)"
@@ -31,8 +31,6 @@ class Text:
         for finding in report.findings:
             who = f" {finding.deployment}:" if finding.deployment else ""
             out.append(f"{_location(finding)}:{who} {finding.rule} {finding.status}: {finding.message}")
-        out.extend(f"{path}: skipped: no deployment, vLLM config, manifest or config.json found" for path in
-                   report.skipped_files)
         counts = Counter((f.rule, f.status) for f in report.findings)
         rules = [r for r in (FILE_RULE, *(rule.id for rule in RULES)) if any(counts[(r, s)] for s in STATUSES)]
         names = {rule.id: rule.name for rule in RULES} | {FILE_RULE: FILE_RULE_NAME}
@@ -42,9 +40,16 @@ class Text:
             for rule in rules:
                 out.append(f"{rule:<6} {names[rule]:<27}" + "".join(f"{counts[(rule, s)]:>7}" for s in STATUSES))
         totals = Counter(f.status for f in report.findings)
-        out.append(f"{report.files} file(s), {report.deployments} deployment(s): " +
-                   ", ".join(f"{totals[s]} {s}" for s in STATUSES))
+        out.append(f"{summary(report)}: " + ", ".join(f"{totals[s]} {s}" for s in STATUSES))
         return "\n".join(out) + "\n"
+
+
+def summary(report: Report) -> str:
+    """Files by what became of them, deployments, and models the capacity rules could not look at."""
+    unresolved = (f", {report.unresolved_models} with an unresolved model (capacity rules skipped)"
+                  if report.unresolved_models else "")
+    return (f"{report.files} file(s) ({report.count(CHECKED)} checked, {report.count(SKIPPED)} skipped, "
+            f"{report.count(ERRORED)} errored), {report.deployments} deployment(s){unresolved}")
 
 
 class Json:
@@ -69,7 +74,7 @@ class Github:
     def render(self, report: Report) -> str:
         out = []
         for finding in report.findings:
-            level = self.LEVELS.get(finding.status)
+            level = self.LEVELS.get(finding.status) or ("notice" if finding.rule == FILE_RULE else None)
             if level is None:
                 continue
             where = f"file={_escape_property(finding.file)}"
@@ -77,6 +82,7 @@ class Github:
                 where += f",line={finding.line}"
             who = f"{finding.deployment}: " if finding.deployment else ""
             out.append(f"::{level} {where},title={finding.rule}::{_escape_data(who + finding.message)}")
+        out.append(f"::notice title=kvplan check::{_escape_data(summary(report))}")
         return "".join(line + "\n" for line in out)
 
 
@@ -130,15 +136,17 @@ class Sarif:
         results = []
         for finding in report.findings:
             level = self.LEVELS.get(finding.status)
-            if level is None:
+            if level is None and finding.rule != FILE_RULE:
                 continue
             location: dict[str, object] = {"artifactLocation": {"uri": quote(finding.file.replace("\\", "/"))}}
             if finding.line:
                 location["region"] = {"startLine": finding.line}
             who = f"{finding.deployment}: " if finding.deployment else ""
-            results.append({"ruleId": finding.rule, "ruleIndex": index[finding.rule], "level": level,
-                            "message": {"text": who + finding.message},
-                            "locations": [{"physicalLocation": location}]})
+            result = {"ruleId": finding.rule, "ruleIndex": index[finding.rule], "level": level or "none",
+                      "message": {"text": who + finding.message}, "locations": [{"physicalLocation": location}]}
+            if level is None:  # a file checked, or skipped with its reason: SARIF's pass and notApplicable
+                result["kind"] = "pass" if finding.status == PASS else "notApplicable"
+            results.append(result)
         log = {"$schema": self.SCHEMA, "version": "2.1.0", "runs": [{
             "tool": {"driver": {"name": "kvplan", "version": __version__, "rules": descriptors}},
             "results": results}]}

@@ -35,6 +35,7 @@ class Context:
     reached: set[str] = field(default_factory=set)
     blocked: str = ""  # why the stages after the last reached did not run
     model_note: str = ""  # what KV050 reports of a config.json
+    unresolved: int = 0  # 1 when the model could not be resolved (not bundled, not under --models, no Hub)
 
 
 class Rule:
@@ -71,6 +72,11 @@ class ModelResolvable(StageRule):
     id, name, stage = "KV001", "model-resolvable", MODEL
     summary = "the model is a bundled id, a local config.json or a Hub repo id kvplan can read"
     hint = "name a bundled id (kvplan models list), a config.json path, or import the spec (kvplan models import)"
+
+    def evaluate(self, ctx: Context) -> list[Outcome]:
+        if ctx.unresolved:
+            return [Outcome(WARN, p.message, p.key) for p in ctx.problems if p.rule == self.id]
+        return super().evaluate(ctx)
 
     def passed(self, ctx: Context) -> list[Outcome]:
         spec = ctx.spec

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from kvplan.check.findings import ERROR, FILE_RULE, Finding
+from kvplan.check.findings import ERROR, FILE_RULE, PASS, SKIP, Finding
 from kvplan.check.item import VALID_VALUES, Item, Problem
 from kvplan.check.rules import (
     ENGINE,
@@ -29,6 +29,7 @@ from kvplan.check.rules import (
 from kvplan.errors import PARALLEL_SPLIT, KvplanError
 
 if TYPE_CHECKING:
+    from kvplan.check.discover import Found
     from kvplan.check.kinds import FileKind
     from kvplan.deployment import Deployment
     from kvplan.models.model import ModelSpec
@@ -41,6 +42,23 @@ class Options:
     kind: str | None = None  # force this kind on every file
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    skip_unknown: bool = False  # a named file of no kind is a skip record, not an error (the pre-commit hook)
+    models: str | None = None  # a folder of config.json files (one folder per model id) beside the manifests
+    strict: bool = False  # a model that cannot be resolved fails KV001 instead of warning
+
+
+CHECKED, SKIPPED, ERRORED = "checked", "skipped", "errored"
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What became of one file given or found: checked (with its deployments), skipped (with the reason) or
+    errored (it, or one of its documents, could not be read)."""
+
+    path: str
+    status: str
+    reason: str = ""
+    deployments: int = 0
 
 
 @dataclass(eq=False)
@@ -48,13 +66,22 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
     deployments: int = 0
-    skipped_files: list[str] = field(default_factory=list)  # files of no kind check reads
+    records: list[FileRecord] = field(default_factory=list)
+    unresolved_models: int = 0  # deployments whose model could not be read: their capacity rules skipped
+
+    @property
+    def skipped_files(self) -> list[str]:
+        return [record.path for record in self.records if record.status == SKIPPED]
+
+    def count(self, status: str) -> int:
+        return sum(1 for record in self.records if record.status == status)
 
 
 class Planner:
     """Model specs and plans, each computed once per identical request: a fleet repeats its set-ups."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: str | None = None, strict: bool = False) -> None:
+        self.models, self.strict = models, strict
         self.specs: dict[str, ModelSpec | KvplanError] = {}
         self.plans: dict[tuple[str, GpuChoice, tuple[int, ...]], Plan] = {}
 
@@ -65,7 +92,8 @@ class Planner:
         key = json.dumps([dep.model, dep.revision, dep.hf_overrides], sort_keys=True, default=str)
         if key not in self.specs:
             try:
-                self.specs[key] = load_model(dep.model, dep.revision, None, dep.hf_overrides)
+                self.specs[key] = load_model(local_model(dep.model, self.models), dep.revision, None,
+                                             dep.hf_overrides)
             except KvplanError as exc:
                 self.specs[key] = exc
         found = self.specs[key]
@@ -83,6 +111,34 @@ class Planner:
         return self.plans[key]
 
 
+# What the model sources say when they could not look (kvplan.models.hub): no answer, offline, or not allowed.
+COULD_NOT_LOOK = ("is unreachable", "HF_HUB_OFFLINE is set", "the repo is gated", "access denied", "the Hub answered")
+
+
+def unresolvable(model: str, exc: KvplanError) -> bool:
+    """A Hub repo id that is neither local nor bundled and that the Hub could not be asked for: not a mistake in
+    the file. A local path that does not parse, or an id the Hub says does not exist, is one."""
+    import os
+
+    return not os.path.exists(os.path.expanduser(model)) and any(words in exc.message for words in COULD_NOT_LOOK)
+
+
+def local_model(model: str, folder: str | None) -> str:
+    """The model as --models DIR keeps it (DIR/ORG/NAME/config.json, DIR/ORG--NAME/config.json or
+    DIR/NAME/config.json), else the bundled successor of a renamed repository, else the model as given."""
+    import os
+
+    from kvplan.check.models import successor
+
+    if folder is not None and model.strip("/"):
+        org, _, name = model.strip("/").rpartition("/")
+        for candidate in (os.path.join(folder, org, name), os.path.join(folder, f"{org}--{name}"),
+                          os.path.join(folder, name)):
+            if os.path.isfile(os.path.join(candidate, "config.json")):
+                return os.path.join(candidate, "config.json")
+    return successor(model) or model
+
+
 def check_paths(paths: list[str], options: Options) -> Report:
     from kvplan.check.discover import discover
 
@@ -93,26 +149,52 @@ def check_paths(paths: list[str], options: Options) -> Report:
 
         forced = kind_named(options.kind)
     report = Report()
-    planner = Planner()
+    planner = Planner(options.models, options.strict)
     for found in discover(paths):
         report.files += 1
         if found.error is not None:
-            report.findings.append(Finding(found.path, None, FILE_RULE, ERROR, found.error.message))
+            _record(report, found.path, ERRORED, found.error.message)
             continue
         try:
-            items = read_items(found.path, forced)
+            read = read_items(found.path, forced)
         except KvplanError as exc:
-            report.findings.append(Finding(found.path, None, FILE_RULE, ERROR, _file_message(exc, found.path),
-                                           getattr(exc, "line", None)))
+            _record(report, found.path, ERRORED, _file_message(exc, found.path), getattr(exc, "line", None))
             continue
-        if items is None:
-            report.skipped_files.append(found.path)
-            continue
-        for item in items:
-            report.deployments += 1
-            for ctx in contexts(item, options, planner):
-                report.findings.extend(judge(ctx, rules, found.path))
+        _check_file(report, found, read, rules, options, planner)
     return report
+
+
+def _check_file(report: Report, found: Found, read: Read, rules: tuple[Rule, ...], options: Options,
+                planner: Planner) -> None:
+    """The file's own record first, then each broken document's error, then each deployment's findings."""
+    if read.items:
+        reason = f"{len(read.items)} deployment(s) read as {' and '.join(dict.fromkeys(read.labels))}"
+        report.records.append(FileRecord(found.path, ERRORED if read.errors else CHECKED, reason, len(read.items)))
+        report.findings.append(Finding(found.path, None, FILE_RULE, PASS, reason))
+    elif read.errors:
+        report.records.append(FileRecord(found.path, ERRORED, read.errors[0][0]))
+    elif read.empty or not found.named or options.skip_unknown:
+        _record(report, found.path, SKIPPED, read.empty or UNCLASSIFIED)
+    else:
+        _record(report, found.path, ERRORED, UNCLASSIFIED + "; --kind reads it as one")
+    for message, line in read.errors:
+        report.findings.append(Finding(found.path, None, FILE_RULE, ERROR, message, line))
+    for item in read.items:
+        report.deployments += 1
+        for ctx in contexts(item, options, planner):
+            report.unresolved_models += ctx.unresolved
+            report.findings.extend(judge(ctx, rules, found.path))
+
+
+UNCLASSIFIED = ("not a file kind kvplan check reads (a kvplan deployment file, a vLLM --config file, a Kubernetes "
+                "workload, KServe, KubeAI, RayService, Helm values, compose, a TensorRT-LLM options file or a "
+                "config.json)")
+_FILE_STATUS = {CHECKED: PASS, SKIPPED: SKIP, ERRORED: ERROR}
+
+
+def _record(report: Report, path: str, status: str, reason: str, line: int | None = None) -> None:
+    report.records.append(FileRecord(path, status, reason))
+    report.findings.append(Finding(path, None, FILE_RULE, _FILE_STATUS[status], reason, line))
 
 
 def _file_message(exc: KvplanError, path: str) -> str:
@@ -124,22 +206,50 @@ def _file_message(exc: KvplanError, path: str) -> str:
     return f"{located}: {exc.message}" if where else exc.message
 
 
-def read_items(path: str, forced: FileKind | None) -> list[Item] | None:
-    """The Items of every document of the file; None when no document is of a kind check reads."""
+@dataclass(eq=False)
+class Read:
+    """A file's documents as far as they read: the Items, the kinds they were read as, each broken document's
+    error (message, line), and why a recognised file states no deployment."""
+
+    items: list[Item] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    errors: list[tuple[str, int | None]] = field(default_factory=list)
+    empty: str = ""
+
+
+def read_items(path: str, forced: FileKind | None) -> Read:
+    """The Items of every document of the file; a broken document is an error of its own, the others read."""
     from kvplan.check.discover import load_sources
     from kvplan.check.kinds import kinds
 
-    items: list[Item] = []
-    recognised = False
+    read = Read()
     for source in load_sources(path):
+        if source.broken is not None:
+            read.errors.append((_file_message(source.broken, path), source.broken_line))
+            continue
         if source.document is None:
             continue
         kind = forced or next((k for k in kinds() if k.detect(source.document)), None)
         if kind is None:
+            read.empty = read.empty or _other_manifest(source.document)
             continue
-        recognised = True
-        items.extend(kind.items(source))
-    return items if recognised else None
+        try:
+            found = kind.items(source)
+        except KvplanError as exc:
+            read.errors.append((_file_message(exc, path), getattr(exc, "line", None)))
+            continue
+        read.labels.append(kind.label)
+        read.items.extend(found)
+        if not found:
+            read.empty = read.empty or f"{kind.label}: {getattr(kind, 'EMPTY', 'no deployment in it')}"
+    return read
+
+
+def _other_manifest(document: Any) -> str:
+    """A Kubernetes object of another kind (a Service, a ConfigMap): recognised, with nothing to check."""
+    if isinstance(document, dict) and "apiVersion" in document and isinstance(document.get("kind"), str):
+        return f"a Kubernetes {document['kind'][:60]}: no pod in it runs a model server"
+    return ""
 
 
 def judge(ctx: Context, rules: tuple[Rule, ...], path: str) -> list[Finding]:
@@ -212,8 +322,11 @@ def _planned(ctx: Context, dep: Deployment, planner: Planner) -> list[Context]:
     try:
         ctx.spec = planner.spec(dep)
     except KvplanError as exc:
-        ctx.problems.append(Problem(ModelResolvable.id, str(exc), "model"))
-        ctx.blocked = "the model cannot be read (see KV001)"
+        ctx.unresolved = int(not planner.strict and unresolvable(dep.model, exc))
+        hint = "; the rules that need the model are skipped (--strict fails them)" if ctx.unresolved else ""
+        ctx.problems.append(Problem(ModelResolvable.id, str(exc) + hint, "model"))
+        ctx.blocked = "the model cannot be resolved (see KV001)" if ctx.unresolved else \
+            "the model cannot be read (see KV001)"
         return [ctx]
     ctx.reached.add(MODEL)
     if not choices:

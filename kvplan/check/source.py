@@ -7,6 +7,7 @@ from typing import Any
 
 from kvplan.check.lines import LocatedError, Path, scoped
 from kvplan.check.requirements import REQUIREMENT_KEYS, SETTING_KEYS
+from kvplan.errors import KvplanError
 
 SETTINGS_KEYS = ("kvplan", "x-kvplan")  # x-kvplan: docker-compose refuses unknown top-level keys without x-
 
@@ -17,6 +18,8 @@ class Source:
     document: Any
     lines: dict[Path, int] = field(default_factory=dict)
     text: str = ""  # the file's text, for settings kept in a comment
+    broken: KvplanError | None = None  # a document of a multi-document file that cannot be parsed
+    broken_line: int | None = None
 
     def line(self, *path: Any) -> int | None:
         return self.lines.get(tuple(path))

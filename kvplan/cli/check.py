@@ -16,7 +16,8 @@ EPILOG = (
     "kvplan: {gpu: ...} (a vLLM --config file: a # kvplan: {gpu: ...} comment), a node selector on "
     "nvidia.com/gpu.product), else --gpu; without one, the rules that need "
     "it are skipped.  Examples:  kvplan check deploy/ · kvplan check --gpu h100 serve.yaml · "
-    "kvplan check 'k8s/**/*.yaml' --format github.  "
+    "kvplan check 'k8s/**/*.yaml' --format github.  Every file gets a record: checked, skipped with the reason "
+    "(a file found in a folder that is of no kind check reads), or an error (a file named here that is of none).  "
     "Exit codes: 0 every rule passes (warnings allowed); 1 a rule failed; 2 a file cannot be read or is invalid."
 )
 
@@ -33,9 +34,16 @@ def check(
     ignore: Annotated[str | None, typer.Option("--ignore", help="Drop these rule ids or prefixes, comma-separated.")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Read every file as this kind: deployments, "
                                              "vllm-config, kubernetes, helm-values, compose, hf-config.")] = None,
+    models: Annotated[str | None, typer.Option("--models", help="A folder of config.json files (DIR/ORG/NAME/"
+                                               "config.json) for models that are not bundled: CI without the Hub.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="A model that cannot be resolved fails KV001 (default: "
+                                         "a warning, its capacity rules skipped and counted).")] = False,
+    skip_unknown: Annotated[bool, typer.Option("--skip-unknown", help="A named file of no kind check reads is "
+                                               "skipped, not an error (the pre-commit hook passes every YAML file).")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the deployment file's JSON Schema and exit.")] = False,
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
 ) -> int:
+    import os
     import sys
 
     from kvplan.errors import KvplanError
@@ -64,7 +72,9 @@ def check(
         from kvplan.hardware import find_gpu
 
         find_gpu(gpu)  # a GPU the user typed is checked once, up front, not blamed on every deployment
-    options = Options(gpu, kind, _codes(select), _codes(ignore))
+    if models is not None and not os.path.isdir(models):
+        raise KvplanError("not a folder of model configs", f"--models {models}")
+    options = Options(gpu, kind, _codes(select), _codes(ignore), skip_unknown, models, strict)
     report = check_paths(list(paths), options)
     sys.stdout.write(REPORTERS[output_format]().render(report))
     return exit_code(report.findings)
