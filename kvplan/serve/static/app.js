@@ -29,6 +29,20 @@ function query() {
   return params;
 }
 
+// The GPUs a deployment takes, as the CLI counts them (Deployment.gpu_count): TP x PP x DP; an answer's own
+// count (gpu.count) replaces it, so a pasted command's split is counted too.
+const SPLIT = ["tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size"];
+
+function showCount(count) {
+  $("gpu-count").textContent = count + (count === 1 ? " GPU" : " GPUs");
+}
+
+function countGpus() {
+  const sizes = SPLIT.map((id) => $(id).value.trim()).map((text) => (text ? Number(text) : 1));
+  const whole = sizes.every((size) => Number.isInteger(size) && size >= 1);
+  showCount(whole ? sizes.reduce((product, size) => product * size, 1) : "?");
+}
+
 function ensureOption(select, value) {
   if (!Array.from(select.options).some((o) => o.value === value)) {
     select.add(new Option(value, value));
@@ -118,6 +132,7 @@ function render(answer, params) {
   $("headline").textContent = doc.model.id + " on " + doc.gpu.count + "x " + doc.gpu.name + " · " + eng.name +
     (eng.version ? " " + eng.version : "") + " · TP " + doc.parallel.tensor + " PP " + doc.parallel.pipeline;
   drawBar(doc.memory);
+  showCount(doc.gpu.count);
   $("blocks").textContent = n(cap.num_blocks) + " blocks of " + eng.block_size + " tokens (" + n(doc.kv.block_bytes) + " B)";
   $("tokens").textContent = n(cap.tokens);
   $("concurrency").textContent = times(cap.max_concurrency) + " at " + n(eng.max_model_len) + " tokens per request";
@@ -212,6 +227,8 @@ async function start() {
   await catalogues();
   const params = new URLSearchParams(location.search);
   fill(params);
+  SPLIT.forEach((id) => $(id).addEventListener("input", countGpus));
+  countGpus();
   const named = new Set(fields().map((el) => el.name));
   extras = new URLSearchParams(Array.from(params).filter(([key]) => !named.has(key)));
   document.querySelector("button.copy[data-copy=cli]").addEventListener("click", () => copy($("cli").textContent));
