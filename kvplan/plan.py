@@ -41,23 +41,11 @@ class EngineSettings:
     max_model_len: int
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
-    concurrency_in_tokens: bool = False  # V0's rule: pool tokens / max_model_len, not blocks per request
     utilization_knob: str = "gpu_memory_utilization"  # the engine's own names, for its messages
     length_knob: str = "max_model_len"
-    blocks_override: int | None = None  # vLLM --num-gpu-blocks-override: this many blocks, whatever the budget
-    token_cap: int | None = None  # SGLang --max-total-tokens: at most this many tokens in the pool
-    # vLLM's rules for recurrent-state (Mamba, linear attention) layers and hybrid models:
-    paged_states: bool = False  # the states have blocks in the KV pool (v1 engine, 0.10+)
-    state_extra_blocks: int = 0  # blocks a state group holds per request beyond 1 + speculative tokens
-    tokens_from_concurrency: bool = False  # with state groups, the logged tokens are concurrency x max_model_len
-    hybrid_kv_manager: bool = True  # False: every attention layer caches every token, in one group
     expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
     mxfp4_experts: Mxfp4Experts | None = None  # how MXFP4 experts are held once loaded; None: as stored
     auto_kv_cache_dtype: str | None = None  # what the engine makes of kv_cache_dtype auto; None: the model dtype
-    # How a paged engine types the SSM state of recurrent layers: bytes every state takes whatever the config says
-    # (None: the config's dtype), and bytes where the config names none (None: as the conv state).
-    ssm_forced_bytes: int | None = None
-    ssm_fallback_bytes: int | None = None
 
 
 @dataclass(eq=False)
@@ -98,8 +86,7 @@ class Capacity:
 
 
 # EngineSettings fields that serve kvplan's own wording, not the JSON document.
-INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob", "concurrency_in_tokens", "blocks_override",
-                     "token_cap")
+INTERNAL_SETTINGS = ("label", "utilization_knob", "length_knob")
 
 
 @dataclass(eq=False)

@@ -13,19 +13,18 @@ from dataclasses import replace
 
 import pytest
 
-from kvplan.hardware import find_gpu
-from kvplan.models.sources import resolve
-from kvplan.units import GiB
-from kvplan.weights import (
+from kvplan.engines.vllm.mxfp4 import (
     MXFP4_FLASHINFER_SM100,
     MXFP4_MARLIN,
     MXFP4_TRITON,
     MXFP4_TRITON_HOPPER,
     MXFP4_TRITON_ROCM,
-    Mxfp4Experts,
-    vllm_mxfp4_experts,
-    weight_layout,
 )
+from kvplan.engines.vllm.mxfp4 import mxfp4_experts as vllm_mxfp4_experts
+from kvplan.hardware import find_gpu
+from kvplan.models.sources import resolve
+from kvplan.units import GiB
+from kvplan.weights import Mxfp4Experts, weight_layout
 
 V0_11 = (0, 11)
 

@@ -152,7 +152,7 @@ def test_kind_flags_engines_ask():
     kinds = (ATTENTION, SlidingWindow(2, 128, 4096), ChunkedLocal(2, 128, 8192), LatentAttention(576), MIXER,
              StateOnly(), MlpBlock(), ParallelHybrid(ATTENTION, MIXER))
     assert [layer.latent_cache for layer in kinds] == [False, False, False, True, False, False, False, False]
-    assert [layer.chunked_local for layer in kinds] == [False, False, True, False, False, False, False, False]
+    assert [layer.attention_chunk for layer in kinds] == [None, None, 8192, None, None, None, None, None]
     assert [layer.mixer_free for layer in kinds] == [False, False, False, False, False, False, True, False]
     assert [layer.paged_state for layer in kinds] == [False, False, False, False, True, False, False, False]
     assert [layer.state_outside_pool for layer in kinds] == [False, False, False, False, False, True, False, False]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from kvplan.capacity import concurrency
 from kvplan.deployment import Deployment
 from kvplan.deployment.knobs import AUTO
 from kvplan.errors import KvplanError
@@ -15,6 +16,7 @@ from kvplan.units import GiB
 
 if TYPE_CHECKING:
     from kvplan.capacity import PoolLayout, SplitPools
+    from kvplan.models.layers import Layer
 
 # The CUDA context, outside torch, taken before SGLang measures its "free before load" and counted in TensorRT-LLM's
 # profiling peak: llm-d measured 78.57 GiB free at startup of 79.18 GiB on an H100 (the h100-sxm memory_source in
@@ -66,6 +68,29 @@ class PoolRules:
         """Separate token pools the profiled `tokens` of pipeline stage `stage` are re-split into; None: one."""
         return None
 
+    def unified(self, target: Target, settings: EngineSettings) -> bool:
+        """Whether every attention layer caches every token in one group (no sliding or chunked savings)."""
+        return False
+
+    def served_layers(self, target: Target, settings: EngineSettings, layers: list[Layer],
+                      model_bytes: int) -> list[Layer]:
+        """The stage's cache layers as the engine holds them: by default recurrent states stay outside the pool,
+        sizeless in it."""
+        return [layer.unpaged() for layer in layers]
+
+    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+        """The engine's own overrides of the profiled block count."""
+        return blocks
+
+    def logged(self, target: Target, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
+               per_request: int) -> tuple[int, float]:
+        """The token count and the concurrency the engine prints for its pool."""
+        return layout.reported_tokens(num_blocks), concurrency(num_blocks, per_request)
+
+    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+        """What the engine's own overrides of the pool did."""
+        return []
+
     def layout_notes(self, settings: EngineSettings, layout: PoolLayout) -> list[str]:
         """The engine's own words on how it laid the pool out (a block raised, a page padded)."""
         return []
@@ -108,7 +133,7 @@ def _auto_length(engine: Engine, target: Target) -> Plan:
 def _plan(engine: Engine, target: Target) -> Plan:
     from kvplan.engines import common
     settings = engine.settings(target)
-    prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings)
+    prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings, rules=pool_rules(engine))
     memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
                 for stage in prepared.stages]
     return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.capacity import PoolLayout, SplitPools, concurrency, context_ladder, pipeline_stages, pool_layouts
+from kvplan.capacity import PoolLayout, SplitPools, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.engines.base import PoolRules, Target
@@ -39,9 +39,11 @@ class Prepared:
     notes: list[str]
 
 
-def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | None = None) -> Prepared:
-    """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool); settings, when
-    given, say how a paged engine holds recurrent states and whether its hybrid KV manager is on."""
+def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | None = None,
+            rules: PoolRules | None = None) -> Prepared:
+    """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool); with settings,
+    the engine's rules say how it holds recurrent states and whether every layer caches every token."""
+    rules = rules or PoolRules()
     spec, dep = target.spec, target.deployment
     dtype, dtype_note = model_dtype(spec, dep, target.gpu)
     # a dtype the config names (not a flag the user typed) is blamed on the config
@@ -53,29 +55,19 @@ def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | 
     notes = [note for note in (dtype_note, weights.note, draft_note) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append(FLAT_POOL_NOTE)
-    unified = settings is not None and not settings.hybrid_kv_manager
+    unified = settings is not None and rules.unified(target, settings)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
     for stage in stages(spec, dep, drafts, flat_pool or unified):
         if settings is not None:
-            stage = replace(stage, layers=served_states(stage.layers, dtype_bytes(dtype, dtype_where), dep, settings))
+            served = rules.served_layers(target, settings, stage.layers, dtype_bytes(dtype, dtype_where))
+            stage = replace(stage, layers=served)
         measured = dep.weights_memory_bytes
         placement = settings.expert_placement if settings is not None else None
         weight_bytes = measured if measured is not None else stage_weights(weights, stage, tp, pp, placement) + (
             -(-draft_weights // tp) if stage.last else 0)
         stage_list.append(replace(stage, weights_bytes=weight_bytes))
     return Prepared(kv_name, kv_bytes, stage_list, notes)
-
-
-def served_states(layers: list[Layer], model_bytes: int, dep: Deployment, settings: EngineSettings) -> list[Layer]:
-    """Recurrent states as the paged engine holds them (vLLM MambaBase.get_kv_cache_spec, mamba_utils): the conv
-    state in the served dtype (mamba_cache_dtype auto), the SSM state as the engine's settings type it, one conv row
-    and one block more per speculative token, plus the prefix-caching block. An engine that keeps them outside its
-    pool sees them as sizeless."""
-    if not settings.paged_states:
-        return [layer.unpaged() for layer in layers]
-    return [layer.as_served(model_bytes, settings.ssm_forced_bytes, speculative_tokens(dep),
-                            settings.state_extra_blocks, settings.ssm_fallback_bytes) for layer in layers]
 
 
 def speculative_tokens(dep: Deployment) -> int:
@@ -203,7 +195,8 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     notes += rules.layout_notes(settings, layouts[0])
     settings = _aligned(settings, layouts[0])
     pairs = list(zip(layouts, memories, strict=True))
-    blocks = [capped_blocks(layout.num_blocks(memory.kv_cache_bytes), settings) for layout, memory in pairs]
+    blocks = [rules.capped_blocks(target, settings, layout.num_blocks(memory.kv_cache_bytes)) for layout, memory
+              in pairs]
     limiting = min(range(len(blocks)), key=lambda i: blocks[i])
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
@@ -222,18 +215,14 @@ def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, mem
     error = _startup_error(target, settings, layout, memories, memory, fit.everywhere, fit.request_bytes, fit.longest)
     if not layout.groups:
         notes.append("the model has no attention KV cache (state-only layers); the block pool does not apply")
-    concurrency_value = (num_blocks * settings.block_size / length if settings.concurrency_in_tokens
-                         else concurrency(num_blocks, per_request))
-    tokens = layout.reported_tokens(num_blocks)
-    if settings.tokens_from_concurrency and _has_states(layout):
-        tokens = num_blocks * length // per_request if per_request else 0
+    tokens, concurrency_value = rules.logged(target, settings, layout, num_blocks, per_request)
     if split is not None:  # tokens: the engine's max_total_num_tokens; num_blocks stays the profiled pages
         concurrency_value, tokens = split.concurrency(length), split.pools[0].tokens
     capacity = Capacity(
         num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),
         fits=error is None and bool(layout.groups), max_model_len_that_fits=fit.longest,
         blocks_per_request=per_request, request_bytes=fit.request_bytes, ladder=tuple(ladder))
-    notes += _pool_notes(target, settings, prepared, layout, num_blocks, tokens)
+    notes += _pool_notes(target, settings, prepared, layout, tokens) + rules.pool_notes(target, settings, num_blocks)
     return Plan(model=spec, gpu=gpu, tensor_parallel=dep.tensor_parallel_size,
                 pipeline_parallel=dep.pipeline_parallel_size, data_parallel=dep.data_parallel_size,
                 engine=settings, kv_dtype=prepared.kv_name, kv_bytes=prepared.kv_bytes, layout=layout, memory=memory,
@@ -267,9 +256,9 @@ def _ladder(contexts: list[int], layout: PoolLayout, num_blocks: int, mnbt: int,
     return ladder
 
 
-def _pool_notes(target: Target, settings: EngineSettings, prepared: Prepared, layout: PoolLayout, num_blocks: int,
+def _pool_notes(target: Target, settings: EngineSettings, prepared: Prepared, layout: PoolLayout,
                 tokens: int) -> list[str]:
-    """What the plan's pool says beyond its figures: padding, states outside it, replicas, experts, caps."""
+    """What the plan's pool says beyond its figures: padding, states outside it, replicas, experts."""
     dep, notes = target.deployment, []
     if layout.padding_layers:
         waste = layout.padding_layers / (sum(g.slots for g in layout.groups)) * 100
@@ -285,10 +274,6 @@ def _pool_notes(target: Target, settings: EngineSettings, prepared: Prepared, la
     placement = settings.expert_placement
     if placement is not None and (placement.whole or placement.ranks > dep.tensor_parallel_size):
         notes.append(_placement_note(placement, target.spec.moe.num_experts if target.spec.moe else 0))
-    if settings.blocks_override is not None:
-        notes.append(f"num_gpu_blocks_override: {settings.blocks_override:,} blocks, whatever the memory budget")
-    if settings.token_cap is not None and num_blocks * settings.block_size >= settings.token_cap - settings.block_size:
-        notes.append(f"max_total_tokens caps the pool at {settings.token_cap:,} tokens")
     return notes
 
 
@@ -301,25 +286,12 @@ def _placement_note(placement: ExpertPlacement, num_experts: int) -> str:
             f"{-(-physical // placement.ranks)} whole experts per rank; attention and dense weights over TP")
 
 
-def _has_states(layout: PoolLayout) -> bool:
-    return any(group.layer.paged_state for group in layout.groups)
-
-
 def _aligned(settings: EngineSettings, layout: PoolLayout) -> EngineSettings:
     """The block size the pool settled on: state pages may have raised the attention block."""
     has_attention = any(group.layer.holds_kv for group in layout.groups)
     if has_attention and layout.block_size != settings.block_size:
         return replace(settings, block_size=layout.block_size)
     return settings
-
-
-def capped_blocks(blocks: int, settings: EngineSettings) -> int:
-    """The engine's own overrides of the profiled block count."""
-    if settings.blocks_override is not None:
-        return settings.blocks_override
-    if settings.token_cap is not None:
-        return min(blocks, settings.token_cap // settings.block_size)
-    return blocks
 
 
 def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],

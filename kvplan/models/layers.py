@@ -62,12 +62,14 @@ class LayerKind(Protocol):
     mixer_free: ClassVar[bool]  # the decoder layer is only an MLP or experts, with no token mixer
     paged_state: ClassVar[bool]  # a recurrent state that a paged engine gives blocks in its pool
     state_outside_pool: ClassVar[bool]  # a per-sequence state kept beside the block pool, not counted in it
-    prefix_cached: ClassVar[bool]  # vLLM caches prefixes of this state (mamba_cache_mode "align")
     latent_cache: ClassVar[bool]  # caches one compressed latent per token (MLA), served by latent backends
-    chunked_local: ClassVar[bool]  # attends within fixed chunks (Llama 4's attention_chunk_size)
-    full_cuda_graphs: ClassVar[bool]  # vLLM's backend for this kind captures FULL CUDA graphs, not PIECEWISE only
     # The one block size the engines' kernels for this kind take, whatever the user asks; None: any
     kernel_block_size: ClassVar[int | None]
+
+    @property
+    def attention_chunk(self) -> int | None:
+        """Attends within fixed chunks of this many tokens (Llama 4's attention_chunk_size); None: it does not."""
+        ...
 
     @property
     def kv_heads(self) -> int: ...
@@ -116,7 +118,7 @@ class LayerKind(Protocol):
                   fallback_ssm_bytes: int | None = None) -> LayerKind:
         """This layer's state as a paged engine holds it: conv state elements of conv_bytes, SSM state of ssm_bytes
         (None: as the config says, else fallback_ssm_bytes, else as the conv state), conv rows and blocks for
-        speculative tokens, extra_blocks more for a prefix-cached state."""
+        speculative tokens, and extra_blocks more (an engine's prefix caching of the state)."""
         ...
 
     def unpaged(self) -> LayerKind:
@@ -143,11 +145,12 @@ class _PlainFlags:
     mixer_free: ClassVar[bool] = False
     paged_state: ClassVar[bool] = False
     state_outside_pool: ClassVar[bool] = False
-    prefix_cached: ClassVar[bool] = False
     latent_cache: ClassVar[bool] = False
-    chunked_local: ClassVar[bool] = False
-    full_cuda_graphs: ClassVar[bool] = True
     kernel_block_size: ClassVar[int | None] = None
+
+    @property
+    def attention_chunk(self) -> int | None:
+        return None
 
 
 class _OneMixer(_PlainFlags):
@@ -260,9 +263,10 @@ class ChunkedLocal(_KeyValueHeads):
     chunk: int
     kind: ClassVar[str] = "chunked"
     drops_old_tokens: ClassVar[bool] = True
-    chunked_local: ClassVar[bool] = True
-    # vLLM's ChunkedLocalAttention backend has AttentionCGSupport.NEVER: "setting cudagraph_mode=PIECEWISE"
-    full_cuda_graphs: ClassVar[bool] = False
+
+    @property
+    def attention_chunk(self) -> int | None:
+        return self.chunk
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
         return cdiv(min(self.chunk + max_num_batched_tokens, context), block_size)
@@ -508,7 +512,7 @@ class RecurrentState(_OneMixer, _NoHeads):
 
     def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
                   fallback_ssm_bytes: int | None = None) -> Layer:
-        held = 1 + spec_tokens + (extra_blocks if self.prefix_cached else 0)
+        held = 1 + spec_tokens + extra_blocks
         ssm = ssm_bytes if ssm_bytes is not None else (
             self.ssm_bytes if self.ssm_bytes is not None else fallback_ssm_bytes)
         return replace(self, conv_bytes=conv_bytes, ssm_bytes=ssm, spec_tokens=spec_tokens, held_blocks=held)
@@ -562,7 +566,6 @@ class Mamba2State(RecurrentState):
     conv_kernel: int
     kind: ClassVar[str] = "mamba2"
     has_mlp: ClassVar[bool] = False
-    prefix_cached: ClassVar[bool] = True
 
     def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
         groups = self.groups if self.groups % tp == 0 else tp
@@ -590,7 +593,6 @@ class GatedDeltaNetState(RecurrentState):
     conv_kernel: int
     kind: ClassVar[str] = "gdn"
     has_mlp: ClassVar[bool] = True  # every Qwen3-Next / Qwen3.5 layer has its MLP or experts
-    prefix_cached: ClassVar[bool] = True
 
     def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
         conv_dim = (2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim) // tp

@@ -77,7 +77,7 @@ def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: s
     settings = plan.engine
     target = Target(spec, dep, choice, (), draft)
     chosen = engine(dep.engine)
-    stages = prepare(target, flat_pool=chosen.flat_pool, settings=settings).stages
+    stages = prepare(target, flat_pool=chosen.flat_pool, settings=settings, rules=pool_rules(chosen)).stages
     kv_tp = pool_rules(chosen).kv_tensor_parallel(target)  # SGLang's attention DP keeps more KV heads per rank
     layouts = pool_layouts([stage.layers for stage in stages], settings.block_size, plan.kv_bytes, kv_tp,
                            settings.max_model_len)

@@ -209,7 +209,7 @@ class Sglang(PoolRules):
             "sglang", self.label, self.kv_log, dep.engine_version, fraction,
             common.kernel_block_size(target.spec) or dep.block_size or 1,
             common.check_max_model_len(target.spec, dep), dep.max_num_seqs, chunked,
-            utilization_knob="mem_fraction_static", length_knob="context_length", token_cap=dep.max_total_tokens,
+            utilization_knob="mem_fraction_static", length_knob="context_length",
             auto_kv_cache_dtype=auto_kv_cache_dtype(target))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
@@ -241,6 +241,16 @@ class Sglang(PoolRules):
         if given is not None:  # handle_max_mamba_cache: a given size is shared by the attention-DP groups
             given //= attention_dp(target)
         return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
+
+    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+        cap = target.deployment.max_total_tokens  # --max-total-tokens: at most this many tokens in the pool
+        return blocks if cap is None else min(blocks, cap // settings.block_size)
+
+    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+        cap = target.deployment.max_total_tokens
+        if cap is not None and num_blocks * settings.block_size >= cap - settings.block_size:
+            return [f"max_total_tokens caps the pool at {cap:,} tokens"]
+        return []
 
     def kv_tensor_parallel(self, target: Target) -> int:
         return attention_tp(target)

@@ -10,6 +10,7 @@ from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PoolRules, Target
+from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.releases import (
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
@@ -22,12 +23,16 @@ from kvplan.engines.vllm.releases import (
 )
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
+from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
-from kvplan.weights import ExpertPlacement, vllm_mxfp4_experts
+from kvplan.weights import ExpertPlacement
 
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
+# The state kinds whose prefixes mamba_cache_mode "align" caches: Mamba-2 and Gated DeltaNet (their layers'
+# get_kv_cache_spec hands vLLM a MambaSpec in align mode); the others hold one block per request.
+PREFIX_CACHED_STATE_KINDS = frozenset({"mamba2", "gdn"})
 BIG_GPU_BYTES = 70 * GiB  # vLLM's batch defaults switch at 70 GiB of device memory
 
 # The CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): each graph mode
@@ -76,8 +81,9 @@ def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
 
 def captures_full_graphs(spec: ModelSpec, dep: Deployment) -> bool:
     """Whether vLLM captures FULL graphs beside the PIECEWISE ones: not at -O1 (cudagraph_mode PIECEWISE,
-    config/vllm.py OPTIMIZATION_LEVEL_01), nor where a layer's attention backend supports none."""
-    return dep.optimization_level != 1 and all(layer.full_cuda_graphs for layer in spec.layers)
+    config/vllm.py OPTIMIZATION_LEVEL_01), nor with chunked local attention, whose ChunkedLocalAttention backend
+    has AttentionCGSupport.NEVER ("setting cudagraph_mode=PIECEWISE")."""
+    return dep.optimization_level != 1 and not any(layer.attention_chunk for layer in spec.layers)
 
 
 def default_block_size(spec: ModelSpec, major: int | None, version: tuple[int, int] = (0, 0)) -> int:
@@ -102,7 +108,7 @@ def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
     attention_chunk_size) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and always with an EAGLE
     drafter (config/vllm.py VllmConfig.__post_init__, v0.10+; the variable's default became on in later
     versions, not modelled). Off, every layer caches every token (kv_cache_utils.unify_hybrid_kv_cache_specs)."""
-    if not any(layer.chunked_local for layer in spec.layers):
+    if not any(layer.attention_chunk for layer in spec.layers):
         return True
     method = str((dep.speculative_config or {}).get("method") or "").lower()
     return bool(dep.chunked_hybrid_kv) and "eagle" not in method
@@ -233,22 +239,16 @@ class Vllm(PoolRules):
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
         placement = expert_placement(spec, dep)
-        ssm = ssm_dtype(target, wanted)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
             # 64 for FlashMLASparse backend" (v0.11+), whatever --block-size says
             common.kernel_block_size(spec) or dep.block_size or default_block_size(spec, gpu.compute_major, wanted),
             max_model_len,
-            seqs, tokens,
-            concurrency_in_tokens=era.v0, blocks_override=dep.num_gpu_blocks_override,
-            paged_states=wanted >= PAGED_STATES_FROM, state_extra_blocks=int(wanted >= PREFIX_CACHED_STATES_FROM),
-            tokens_from_concurrency=wanted >= PREFIX_CACHED_STATES_FROM,
-            hybrid_kv_manager=hybrid_kv_manager(spec, dep), expert_placement=placement,
-            ssm_forced_bytes=ssm.forced, ssm_fallback_bytes=ssm.fallback,
+            seqs, tokens, expert_placement=placement,
             auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
             else None,
-            mxfp4_experts=vllm_mxfp4_experts(wanted, gpu.compute_capability,
+            mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks))
 
     def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
@@ -277,7 +277,7 @@ class Vllm(PoolRules):
 
     def notes(self, target: Target, settings: EngineSettings) -> list[str]:
         notes = []
-        if not settings.hybrid_kv_manager and any(layer.drops_old_tokens for layer in target.spec.layers):
+        if self.unified(target, settings) and any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
                          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it): every layer caches every "
                          "token")
@@ -299,12 +299,50 @@ class Vllm(PoolRules):
         if settings.auto_kv_cache_dtype and target.deployment.kv_cache_dtype == "auto":
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")
-        if settings.state_extra_blocks and any(cache.prefix_cached for layer in target.spec.layers
-                                                for cache in layer.cache_layers()):
+        if _release(settings) >= PREFIX_CACHED_STATES_FROM and any(
+                cache.kind in PREFIX_CACHED_STATE_KINDS for layer in target.spec.layers for cache in layer.cache_layers()):
             notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "
                          "holds one more block per request")
         return notes
 
+
+    def unified(self, target: Target, settings: EngineSettings) -> bool:
+        return not hybrid_kv_manager(target.spec, target.deployment)
+
+    def served_layers(self, target: Target, settings: EngineSettings, layers: list[Layer],
+                      model_bytes: int) -> list[Layer]:
+        """Recurrent states in the block pool from v0.10 (MambaBase.get_kv_cache_spec, mamba_utils): the conv state
+        in the served dtype (mamba_cache_dtype auto), the SSM state as ssm_dtype types it, one conv row and one block
+        more per speculative token, and with prefix caching (mamba_cache_mode align) one block more for the kinds
+        that cache prefixes."""
+        release = _release(settings)
+        if release < PAGED_STATES_FROM:
+            return [layer.unpaged() for layer in layers]
+        ssm = ssm_dtype(target, release)
+        extra = int(release >= PREFIX_CACHED_STATES_FROM)
+        return [layer.as_served(model_bytes, ssm.forced, common.speculative_tokens(target.deployment),
+                                extra if layer.kind in PREFIX_CACHED_STATE_KINDS else 0, ssm.fallback)
+                for layer in layers]
+
+    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+        override = target.deployment.num_gpu_blocks_override  # this many blocks, whatever the budget
+        return blocks if override is None else override
+
+    def logged(self, target: Target, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
+               per_request: int) -> tuple[int, float]:
+        """V0 divides the pool's tokens by max_model_len; with state groups from v0.20 the logged tokens are
+        concurrency x max_model_len (engine-calibration Y04)."""
+        tokens, value = super().logged(target, settings, layout, num_blocks, per_request)
+        length = settings.max_model_len
+        if era_of(settings.version or LATEST).v0:
+            value = num_blocks * settings.block_size / length
+        if _release(settings) >= PREFIX_CACHED_STATES_FROM and any(g.layer.paged_state for g in layout.groups):
+            tokens = num_blocks * length // per_request if per_request else 0
+        return tokens, value
+
+    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+        override = target.deployment.num_gpu_blocks_override
+        return [] if override is None else [f"num_gpu_blocks_override: {override:,} blocks, whatever the memory budget"]
 
     def layout_notes(self, settings: EngineSettings, layout: PoolLayout) -> list[str]:
         """vLLM's own words when state pages raised the attention block or were padded to it
@@ -322,6 +360,10 @@ class Vllm(PoolRules):
                 notes.append(f"Padding mamba page size by {100 * (padded - real) / real:.2f}% to ensure that mamba "
                              "page size and attention page size are exactly equal (vLLM)")
         return notes
+
+
+def _release(settings: EngineSettings) -> tuple[int, int]:
+    return parse_version(settings.version or LATEST)
 
 
 ENGINE = Vllm()
