@@ -33,14 +33,18 @@ class Compose:
         if not self.detect(source.document):
             raise source.error("expected services:, a mapping of service names to services")
         settings = read_settings(source)
+        engine = settings.knobs.get("engine", (None,))[0]
+        engine = str(engine).lower() if engine is not None else None
         items = []
         for name, service in source.document["services"].items():
             if not isinstance(service, dict):
                 continue
             path = ("services", name)
             image = Image(str(service["image"])) if service.get("image") else None
-            launch = server_launch(joined(words_of(source, service.get("entrypoint"), *path, "entrypoint"),
-                                          words_of(source, service.get("command"), *path, "command")), image)
+            # Docker splits a string entrypoint or command as a shell would, then runs entrypoint + command
+            launch = server_launch(joined(words_of(source, service.get("entrypoint"), *path, "entrypoint", split=True),
+                                          words_of(source, service.get("command"), *path, "command", split=True)),
+                                   image, engine)
             if launch is None:
                 continue
             count, count_line = self._gpus(source, service, path)

@@ -35,6 +35,7 @@ class Problem:
 class Built:
     draft: Draft
     problems: list[Problem] = field(default_factory=list)
+    unresolved: dict[str, str] = field(default_factory=dict)  # knob (model, gpu_count) -> the variable it waits for
 
 
 FLOATING_TAGS = ("latest", "nightly", "main")
@@ -92,6 +93,7 @@ class Item:
     version: str | None = None  # engine version pinned by the image tag or the file
     gpu_notes: tuple[str, ...] = ()  # why the GPU the file names could not be used (a product not catalogued)
     model_config: str | None = None  # a Hugging Face config.json to check as a model, not a deployment
+    gpu_count_note: str = ""  # why the GPU count is not known (it waits for a variable)
 
     def line_of(self, key: str | None) -> int | None:
         if key is None:

@@ -172,7 +172,7 @@ class VllmConfig:
 
 
 def _config_key(path: str, key: str, value: Any, engine: str, lines: dict[str, int],
-                version: tuple[int, int] | None) -> Draft:
+                version: tuple[int, ...] | None) -> Draft:
     """One key of a --config file, read as vLLM reads it (config_file.draft_from_flags_mapping). A key that a
     later release removed is read for the pinned version, which may still accept it."""
     from kvplan.deployment.config_file import draft_from_flags_mapping

@@ -3,20 +3,21 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kvplan.check.commands import (
-    GPU_PRODUCT_LABEL,
-    GPU_RESOURCE,
     Container,
-    catalogue_gpu,
     command_item,
     gpu_count_of,
+    gpu_resource,
     joined,
+    labelled_gpu,
     list_of,
     mapping_of,
     selector_gpu,
     server_launch,
+    unresolved,
     value_at,
     words_of,
 )
@@ -56,6 +57,12 @@ class Kubernetes:
         size = value_at(document, ("spec", "leaderWorkerTemplate", "size")) if document["kind"] == "LeaderWorkerSet" else 1
         pods = gpu_count_of(size, source, "spec", "leaderWorkerTemplate", "size") or 1
         gpu, gpu_line, notes = node_gpu(source, pod, path)
+        # LeaderWorkerSet gives each pod its group's size and the leader's index (0) as variables
+        given = {"LWS_GROUP_SIZE": str(pods), "LWS_WORKER_INDEX": "0"} if document["kind"] == "LeaderWorkerSet" else {}
+        replicas = value_at(document, ("spec", "replicas")) if document["kind"] == "StatefulSet" else None
+        replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
+        engine = settings.knobs.get("engine", (None,))[0]
+        engine = str(engine).lower() if engine is not None else None
         containers = pod.get("containers") or []
         if not isinstance(containers, list):
             raise source.error("expected a list of containers", *path, "containers")
@@ -64,7 +71,8 @@ class Kubernetes:
         for index, spec in enumerate(containers):
             if not isinstance(spec, dict):
                 raise source.error("expected a mapping", *path, "containers", index)
-            container = self._container(source, spec, (*path, "containers", index), pods)
+            container = self._container(source, spec, (*path, "containers", index), pods, given, engine,
+                                        replicas)
             if container is not None:
                 container.gpu, container.gpu_line, container.notes = gpu, gpu_line, notes
                 serving.append(container)
@@ -73,32 +81,57 @@ class Kubernetes:
             items.append(command_item(source, label, container, settings))
         return items
 
-    def _container(self, source: Source, spec: dict[str, Any], path: tuple[Any, ...], pods: int) -> Container | None:
+    def _container(self, source: Source, spec: dict[str, Any], path: tuple[Any, ...], pods: int,
+                   given: dict[str, str], engine: str | None, replicas: int | None = None) -> Container | None:
         image = Image(str(spec["image"])) if spec.get("image") else None
+        env = {**given, **{str(e.get("name")): str(e.get("value")) for e in list_of(spec.get("env"))
+                           if isinstance(e, dict) and e.get("value") is not None}}
         command = words_of(source, spec.get("command"), *path, "command")
         args = words_of(source, spec.get("args"), *path, "args")
-        launch = server_launch(joined(command, args), image)
+        whole = joined(command, args)
+        whole.words = [expand(word, env) for word in whole.words]
+        launch = server_launch(whole, image, engine)
         if launch is None:
             return None
         limits = mapping_of(value_at(spec, ("resources", "limits")))
         requests = mapping_of(value_at(spec, ("resources", "requests")))
-        count_key = "limits" if GPU_RESOURCE in limits else "requests"
-        count = (limits if count_key == "limits" else requests).get(GPU_RESOURCE)
-        count_path = (*path, "resources", count_key, GPU_RESOURCE)
+        resource = gpu_resource(limits) or gpu_resource(requests) or "nvidia.com/gpu"
+        count_key = "limits" if resource in limits else "requests"
+        count = (limits if count_key == "limits" else requests).get(resource)
+        count_path = (*path, "resources", count_key, resource)
         per_pod = gpu_count_of(count, source, *count_path)
-        env = {str(e.get("name")): str(e.get("value")) for e in list_of(spec.get("env"))
-               if isinstance(e, dict) and e.get("value") is not None}
+        if pods == 1:  # one engine over several pods of a StatefulSet (or a Deployment): --nnodes N, a pod each
+            pods = nodes_of(launch.words) or (replicas if replicas and nodes_of(launch.words, True) else 1)
+        note = f"the GPU count is {unresolved(count)}, a value set at deploy time" if unresolved(count) else ""
         return Container(str(spec.get("name") or "container"), launch, image, source.line(*path, "image"),
-                         None if per_pod is None else per_pod * pods, source.line(*count_path), env=env)
+                         None if per_pod is None else per_pod * pods, source.line(*count_path),
+                         env={k: v for k, v in env.items() if k not in given}, gpu_count_note=note)
+
+
+def nodes_of(words: list[str], given: bool = False) -> int | None:
+    """The node count a multi-node launch names (--nnodes N, the flag vLLM and SGLang share); given: whether it
+    names one at all (a count that waits for a variable included)."""
+    for index, word in enumerate(words):
+        name, equals, inline = word.partition("=")
+        if name == "--nnodes":
+            value = inline if equals else (words[index + 1] if index + 1 < len(words) else "")
+            return 1 if given else (int(value) if value.isdigit() and int(value) > 0 else None)
+    return None
+
+
+def expand(word: str, env: dict[str, str]) -> str:
+    """A command or args word as Kubernetes expands it: $(VAR) takes the container's env value, $$ is a $, and
+    a $(VAR) of no env value (none, or valueFrom) stays as written."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), word)
 
 
 def node_gpu(source: Source, pod: dict[str, Any], path: tuple[Any, ...]) -> tuple[str | None, int | None,
                                                                                    tuple[str, ...]]:
-    """The GPU product a pod is pinned to by nodeSelector or a required node affinity."""
-    selector = mapping_of(pod.get("nodeSelector"))
-    if GPU_PRODUCT_LABEL in selector:
-        gpu, note = catalogue_gpu(str(selector[GPU_PRODUCT_LABEL]))
-        return gpu, source.line(*path, "nodeSelector", GPU_PRODUCT_LABEL), (note,) if note else ()
+    """The GPU product a pod is pinned to by nodeSelector or a required node affinity (check.gpus's labels)."""
+    found = labelled_gpu(source, mapping_of(pod.get("nodeSelector")), (*path, "nodeSelector"))
+    if found[0] is not None or found[2]:
+        return found
     terms_path = (*path, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                   "nodeSelectorTerms")
     return selector_gpu(source, value_at(pod, terms_path[len(path):]), terms_path)

@@ -36,6 +36,11 @@ class Context:
     blocked: str = ""  # why the stages after the last reached did not run
     model_note: str = ""  # what KV050 reports of a config.json
     unresolved: int = 0  # 1 when the model could not be resolved (not bundled, not under --models, no Hub)
+    waiting: dict[str, str] = field(default_factory=dict)  # knob -> the deploy-time variable its value waits for
+
+    def waits(self, *knobs: str) -> str | None:
+        """Why a rule that needs these knobs cannot judge them (a value that waits for a variable)."""
+        return next((self.waiting[knob] for knob in knobs if knob in self.waiting), None)
 
 
 class Rule:
@@ -286,9 +291,12 @@ class GpuCount(Rule):
     hint = "make the manifest's GPU count (nvidia.com/gpu, requestGPU, devices) equal TP x PP x DP"
 
     def applies(self, ctx: Context) -> bool:
-        return super().applies(ctx) and ctx.item.gpu_count is not None
+        return super().applies(ctx) and (ctx.item.gpu_count is not None or bool(ctx.item.gpu_count_note))
 
     def evaluate(self, ctx: Context) -> list[Outcome]:
+        waiting = ctx.waits("gpu_count", *PARALLEL_KNOBS)
+        if waiting:
+            return [Outcome(SKIP, waiting, "gpu_count")]
         if ctx.dep is None:
             return [Outcome(SKIP, ctx.blocked, "gpu_count")]
         dep, given = ctx.dep, ctx.item.gpu_count
@@ -298,6 +306,9 @@ class GpuCount(Rule):
         return [Outcome(FAIL, f"the file gives {given} GPU(s), but {wanted} = {dep.gpu_count}", "gpu_count")]
 
 
+PARALLEL_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+
+
 class HighUtilization(Rule):
     id, name = "KV040", "high-utilization"
     summary = "warns when gpu_memory_utilization is above 0.95 (little left for other processes and fragmentation)"
@@ -305,8 +316,9 @@ class HighUtilization(Rule):
     LIMIT = 0.95  # the issue's threshold for a risky set-up
 
     def evaluate(self, ctx: Context) -> list[Outcome]:
-        if ctx.dep is None:
-            return [Outcome(SKIP, ctx.blocked)]
+        waiting = ctx.waits("gpu_memory_utilization")
+        if ctx.dep is None or waiting:
+            return [Outcome(SKIP, waiting or ctx.blocked, "gpu_memory_utilization")]
         value = ctx.dep.gpu_memory_utilization
         if value is not None and value > self.LIMIT:
             return [Outcome(WARN, f"gpu_memory_utilization {value:g} is above {self.LIMIT}", "gpu_memory_utilization")]
@@ -335,8 +347,9 @@ class ReplicatedKvHeads(Rule):
     hint = "use a tensor-parallel size up to the KV-head count, and pipeline or data parallelism beyond it"
 
     def evaluate(self, ctx: Context) -> list[Outcome]:
-        if ctx.dep is None or ctx.spec is None:
-            return [Outcome(SKIP, ctx.blocked)]
+        waiting = ctx.waits("tensor_parallel_size")
+        if ctx.dep is None or ctx.spec is None or waiting:
+            return [Outcome(SKIP, waiting or ctx.blocked, "tensor_parallel_size")]
         tp = ctx.dep.tensor_parallel_size
         heads = max((layer.kv_heads for layer in ctx.spec.kv_layers if not layer.latent_cache), default=0)
         if heads and tp > heads:

@@ -274,6 +274,7 @@ def contexts(item: Item, options: Options, planner: Planner) -> list[Context]:
     requirements, problems = _requirements(item)
     ctx.requirements = requirements
     built = item.build()
+    ctx.waiting = built.unresolved
     ctx.problems = [*built.problems, *problems]
     ctx.reached.add(FLAGS)
     if built.problems:
@@ -304,6 +305,9 @@ def _planned(ctx: Context, dep: Deployment, planner: Planner) -> list[Context]:
     from kvplan.api import gpu_choices
     from kvplan.plan import GpuChoice
 
+    if "model" in ctx.waiting:
+        ctx.blocked = ctx.waiting["model"]
+        return [ctx]
     if dep.model is None:
         ctx.problems.append(Problem(ModelResolvable.id, "no model given: name one with model: (or the command's model)",
                                     "model"))
@@ -329,6 +333,12 @@ def _planned(ctx: Context, dep: Deployment, planner: Planner) -> list[Context]:
             "the model cannot be read (see KV001)"
         return [ctx]
     ctx.reached.add(MODEL)
+    if ctx.waiting:  # a knob waits for a deploy-time value: the rules that need it cannot judge the plan
+        if choices:
+            ctx.gpu = choices[0]
+            ctx.reached.add(GPU)
+        ctx.blocked = "; ".join(dict.fromkeys(ctx.waiting.values()))
+        return [ctx]
     if not choices:
         _engine_rules(ctx, dep, GpuChoice("unknown", "unknown GPU", 0, dep.gpu_count))
         return [ctx]

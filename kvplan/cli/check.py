@@ -38,8 +38,9 @@ def check(
                                                "config.json) for models that are not bundled: CI without the Hub.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A model that cannot be resolved fails KV001 (default: "
                                          "a warning, its capacity rules skipped and counted).")] = False,
-    skip_unknown: Annotated[bool, typer.Option("--skip-unknown", help="A named file of no kind check reads is "
-                                               "skipped, not an error (the pre-commit hook passes every YAML file).")] = False,
+    skip_unknown: Annotated[bool, typer.Option(
+        "--skip-unknown", help="A named file of no kind check reads is skipped, not an error (the pre-commit hook "
+        "passes every YAML file).")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the deployment file's JSON Schema and exit.")] = False,
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
 ) -> int:

@@ -70,6 +70,9 @@ class Dialect:
     modules: tuple[str, ...] = ()  # `python -m MODULE` entry points of its server
     images: tuple[str, ...] = ()  # container images whose entry point is its server (the first module)
     image_tags_are_releases: bool = False  # an image's tag (v0.10.1) names the engine release it runs
+    # fragments of image names that run this engine (quay.io/.../vllm-openai-ubi9, opea/vllm-gaudi): a container
+    # on such an image with flags only and no command runs its server (check's args-only containers)
+    image_fragments: tuple[str, ...] = ()
     positional_model: bool = False  # `vllm serve MODEL`: the first bare word is the model
     model_flag: str | None = None  # how a pasted launch line names the model; None: positionally
     flag_file: bool = False  # --config FILE: a YAML file of the engine's flag names
@@ -81,6 +84,9 @@ class Dialect:
     env_prefix: str | None = None  # its environment variables' prefix (VLLM_): a note names those not modelled
     raises_utilization: bool = False  # utilization is a share of the whole GPU: raising it is a lever
     versioned: bool = False  # its accounting changes by release (--engine-version)
+    # the launch words as the engine itself reads them before its flags mean anything (SGLang: --dp N with
+    # --enable-dp-attention is attention DP inside TP); applied by every front door that reads a launch line
+    reads_words: Callable[[list[str]], list[str]] | None = None
 
     @cached_property
     def knob_spellings(self) -> dict[str, tuple[str, ...]]:
@@ -127,6 +133,23 @@ class Dialect:
             return False
         table = self.catalogue().knobs
         return not table or any(name == knob.name for name, _ in table.values())
+
+    def names_image(self, reference: str) -> bool:
+        """A container image whose name (registry and tag aside) contains one of the engine's fragments."""
+        name = reference.split("@", 1)[0].lower()
+        if ":" in name.rsplit("/", 1)[-1]:
+            name = name.rsplit(":", 1)[0]
+        return any(fragment in name for fragment in self.image_fragments)
+
+    @property
+    def entry(self) -> tuple[str, ...]:
+        """The words that start the engine's server, as an image's entry point would run them."""
+        if self.modules:
+            return ("python3", "-m", self.modules[0])
+        if self.programs:
+            program = self.programs[0]
+            return (program.name, program.subcommand) if program.subcommand else (program.name,)
+        return ()
 
     def serves_image(self, reference: str) -> bool:
         """A container image (registry/name[:tag][@digest]) whose entry point is this engine's server."""

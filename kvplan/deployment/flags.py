@@ -82,7 +82,7 @@ class Parse:
 
 def parse_flags(args: list[str], engine: str = registry.DEFAULT, where: str = "command line",
                 positional_model: bool = False, kvplan_knobs: bool = True, origin: str | None = None,
-                version: tuple[int, int] | None = None) -> Draft:
+                version: tuple[int, ...] | None = None) -> Draft:
     """Engine flags into a Draft; each value's origin is the flag as typed. kvplan_knobs: kvplan's own knobs
     (--engine, --weights-memory, ...) are allowed, as on kvplan's command line but not in a pasted one.
     origin: where every value came from, when not the flag itself (a key of a --config file).
@@ -134,7 +134,7 @@ def resolve(flag: Flag, dialect: Dialect) -> Flag:
     return Flag(name, flag.subkey, flag.inline, flag.here, flag.typed, flag.long)
 
 
-def take(parse: Parse, flag: Flag, kvplan_knobs: bool, version: tuple[int, int] | None) -> None:
+def take(parse: Parse, flag: Flag, kvplan_knobs: bool, version: tuple[int, ...] | None) -> None:
     """What the flag sets: a knob, a `.key` of a JSON knob, a knob switched off, or an entry of the catalogue."""
     knob = field_for(flag.name, parse.engine)
     if flag.subkey:
@@ -180,7 +180,7 @@ def set_knob(parse: Parse, knob: Knob, flag: Flag) -> None:
         parse.draft.set(knob.name, parse.words.value(flag.here, flag.inline), flag.here)
 
 
-def catalogued(parse: Parse, flag: Flag, version: tuple[int, int] | None) -> bool:
+def catalogued(parse: Parse, flag: Flag, version: tuple[int, ...] | None) -> bool:
     """A flag the engine's catalogue lists: its own name for a knob, an inert or noted flag, a renamed one."""
     catalogue, name, words, notes = parse.dialect.catalogue(), flag.name, parse.words, parse.draft.notes
     table_knob = catalogue.knobs.get(name)
@@ -327,10 +327,15 @@ def negated_bool(name: str, flags: dict[str, Any]) -> bool:
     return arity == "bool+no" or (arity == "bool" and name[3:].startswith(("enable-", "disable-")))
 
 
-def still_there(when: str, version: tuple[int, int] | None) -> bool:
-    """A flag the catalogue marks removed is still accepted by an older engine version (`last in v0.17.1`)."""
+def still_there(when: str, version: tuple[int, ...] | None) -> bool:
+    """A flag the catalogue marks removed is still accepted by an older engine version: one up to the release it
+    was last in (`last in v0.17.1`, by major and minor), or one before the release it is gone by (`gone by
+    0.5.20`, to the patch: SGLang removes flags in patch releases)."""
     last = re.search(r"last in v(\d+)\.(\d+)", when)
-    return bool(version and last and version <= (int(last.group(1)), int(last.group(2))))
+    if version and last:
+        return version[:2] <= (int(last.group(1)), int(last.group(2)))
+    gone = re.search(r"gone by v?(\d+(?:\.\d+)+)", when)
+    return bool(version and gone and version < tuple(int(part) for part in gone.group(1).split(".")))
 
 
 def short_flag(body: str, dialect: Dialect) -> str | None:

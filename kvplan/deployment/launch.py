@@ -157,8 +157,11 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
         draft.set("engine", launch.engine, f"{where}: {launch.launcher}")
     _read_environment(draft, env)
     positional = launch.engine is not None and registry.dialect(launch.engine).positional_model
+    reads_words = registry.dialect(chosen).reads_words if chosen in registry.names() else None
+    if reads_words is not None:
+        launch.args = reads_words(launch.args)
     flags = parse_flags(launch.args, chosen, where, positional_model=positional, kvplan_knobs=launch.engine is None,
-                        version=version_tuple(version))
+                        version=release_tuple(version))
     config = flags.values.pop("config", None)
     if config is not None:
         from kvplan.deployment.config_file import read_engine_config
@@ -181,6 +184,12 @@ def _read_environment(draft: Draft, env: dict[str, str]) -> None:
                         None)
             draft.notes.append(f"environment {name} is gone ({gone[1]}); today: {gone[0]}" if gone
                                else f"environment {name} is not modelled")
+
+
+def release_tuple(text: str | None) -> tuple[int, ...] | None:
+    """A release as numbers to the patch where it has one (v0.5.4 -> (0, 5, 4)): what flag removals compare."""
+    match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip()) if text else None
+    return tuple(int(part) for part in match.groups() if part is not None) if match else None
 
 
 def version_tuple(text: str | None) -> tuple[int, int] | None:

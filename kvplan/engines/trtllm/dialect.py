@@ -25,6 +25,7 @@ DIALECT = Dialect(
     # a DefaultGroup: `trtllm-serve MODEL ...` runs its `serve` subcommand
     programs=(Program("trtllm-serve", "serve", subcommand_optional=True),),
     positional_model=True,
+    image_fragments=("tensorrt-llm", "tensorrt_llm"),  # nvcr.io/nvidia/tensorrt-llm/release
     options_reader=_read_options,
     # kvplan's own command line takes these for TensorRT-LLM too (trtllm-serve has no such option: the block
     # size is the options file's kv_cache_config.tokens_per_block)

@@ -11,6 +11,7 @@ DIALECT = Dialect(
     modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
     images=("vllm/vllm-openai", "vllm-openai"),
     image_tags_are_releases=True,
+    image_fragments=("vllm",),
     positional_model=True,
     flag_file=True,
     own_knobs=frozenset({"entrypoint", "mamba_ssm_cache_dtype", "enable_expert_parallel", "enable_eplb",
