@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kvplan.engines.vllm.literals import python_dict
 from kvplan.errors import KvplanError
 from kvplan.explain import explain, read_log
-from kvplan.explain.literals import python_dict
 
 LOGS = Path(__file__).parent / "fixtures" / "explain"
 GiB = 2**30
