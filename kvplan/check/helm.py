@@ -29,6 +29,7 @@ class HelmValues:
     FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype", "tensorParallelSize": "--tensor-parallel-size",
              "maxNumSeqs": "--max-num-seqs", "gpuMemoryUtilization": "--gpu_memory_utilization",
              "maxLoras": "--max_loras", "runner": "--runner", "convert": "--convert"}
+    RAY_FLAGS = {"pipelineParallelSize": "--pipeline-parallel-size"}
     SWITCHES = {"enableChunkedPrefill": "chunked-prefill", "enablePrefixCaching": "prefix-caching"}
     OTHER_KEYS = ("extraArgs", "v0", "prometheusMultiprocDir")  # read by the chart, not flags of their own
 
@@ -64,9 +65,12 @@ class HelmValues:
             words.extend([flag] if value is None else [flag, str(value)])
             lines.extend([line] * (1 if value is None else 2))
 
+        ray = isinstance(spec.get("raySpec"), dict) and spec["raySpec"].get("enabled")
         for key, value in config.items():
             key = str(key)
-            if key in self.FLAGS:
+            if key in self.RAY_FLAGS and ray:  # the chart's Ray template renders it (raySpec.enabled)
+                add(self.RAY_FLAGS[key], key, value)
+            elif key in self.FLAGS:
                 add(self.FLAGS[key], key, value)
             elif key in self.SWITCHES:
                 add(f"--enable-{self.SWITCHES[key]}" if value else f"--no-enable-{self.SWITCHES[key]}", key)
@@ -88,7 +92,6 @@ class HelmValues:
         if GPU_RESOURCE in limits:  # a resources block wins over requestGPU
             count_path = (*path, "resources", "limits", GPU_RESOURCE)
         count = limits.get(GPU_RESOURCE) if GPU_RESOURCE in limits else spec.get("requestGPU")
-        ray = isinstance(spec.get("raySpec"), dict) and spec["raySpec"].get("enabled")
         gpu, gpu_line, notes = selector_gpu(source, spec.get("nodeSelectorTerms"), (*path, "nodeSelectorTerms"))
         container = Container(
             str(spec.get("name") or f"modelSpec[{path[-1]}]"), Launch(words, lines, source.line(*path)), image,

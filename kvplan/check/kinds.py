@@ -26,10 +26,12 @@ class FileKind(Protocol):
 def kinds() -> tuple[FileKind, ...]:
     """In the order they are tried: the most specific shape first."""
     from kvplan.check.compose import Compose
+    from kvplan.check.crds import KServe, KubeAI
     from kvplan.check.helm import HelmValues
     from kvplan.check.kubernetes import Kubernetes
 
-    return (DeploymentList(), HelmValues(), Compose(), Kubernetes(), ModelConfig(), VllmConfig())
+    return (DeploymentList(), HelmValues(), Compose(), KServe(), KubeAI(), Kubernetes(), ModelConfig(),
+            EngineOptions(), VllmConfig())
 
 
 def kind_named(name: str) -> FileKind:
@@ -205,8 +207,10 @@ class ModelConfig:
                   "language_config", "thinker_config")
 
     def detect(self, document: Any) -> bool:
-        return (isinstance(document, dict) and ("architectures" in document or "model_type" in document)
-                and any(key in document for key in self.SHAPE_KEYS))
+        """`architectures` (a list) says config.json on its own, so one missing its layer count is read and fails
+        KV050; `model_type` alone needs a layer count beside it."""
+        return isinstance(document, dict) and (isinstance(document.get("architectures"), list) or (
+            "model_type" in document and any(key in document for key in self.SHAPE_KEYS)))
 
     def items(self, source: Source) -> list[Item]:
         def build() -> Built:
@@ -215,6 +219,49 @@ class ModelConfig:
         path = PurePath(source.path)
         name = (path.parent.name if path.name == "config.json" else "") or path.stem
         return [Item(name, 1, registry.DEFAULT, build, model_config=source.path)]
+
+
+class EngineOptions:
+    """An engine's own options file (TensorRT-LLM's --extra_llm_api_options / --config YAML), read by the
+    engine's options reader (its dialect's options_reader): every key checked, with did-you-mean. It names no
+    model (the launch command does), so the rules that need one skip."""
+
+    name, label = "engine-options", "engine options file"
+
+    def _dialect(self, document: Any) -> Any:
+        if not isinstance(document, dict) or not document:
+            return None
+        keys = [str(k) for k in document if k not in SETTINGS_KEYS]
+        for name in registry.names():
+            dialect = registry.dialect(name)
+            known = dialect.option_keys() if dialect.option_keys is not None else ()
+            if known and keys and sum(key in known for key in keys) * 2 >= len(keys) and any(
+                    knob_for(key, name) is None for key in keys if key in known):
+                return dialect
+        return None
+
+    def detect(self, document: Any) -> bool:
+        return self._dialect(document) is not None
+
+    def items(self, source: Source) -> list[Item]:
+        dialect = self._dialect(source.document)
+        if dialect is None or dialect.options_reader is None:
+            raise KvplanError("expected a mapping of an engine's options (max_batch_size:, kv_cache_config:, ...)",
+                              source.path)
+        reader = dialect.options_reader
+        settings = comment_settings(source)
+        lines = {k: v for k, v in source.flat_lines().items()}
+
+        def build() -> Built:
+            waiting = {"model": f"a {dialect.label} options file names no model (its launch command does)"}
+            try:
+                return Built(reader(source.path), [], waiting)
+            except KvplanError as exc:
+                key = (exc.where or "").rsplit(": ", 1)[-1]
+                return Built(Draft(), [Problem(KNOWN_FLAGS, f"{key}: {exc.message}", key)], waiting)
+
+        name = PurePath(source.path).stem
+        return [Item(name, 1, dialect.name, build, lines, dict(settings.requirements), settings.knobs)]
 
 
 def _kind_of(value: Any) -> str:

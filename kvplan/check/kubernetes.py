@@ -36,6 +36,8 @@ class Kubernetes:
         "ReplicaSet": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
         "Job": ("spec", "template", "spec"), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
         "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+        # KServe: a runtime's containers, and an InferenceService predictor's own containers
+        "ServingRuntime": ("spec",), "ClusterServingRuntime": ("spec",), "InferenceService": ("spec", "predictor"),
     }
 
     def detect(self, document: Any) -> bool:

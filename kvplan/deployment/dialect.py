@@ -78,6 +78,7 @@ class Dialect:
     flag_file: bool = False  # --config FILE: a YAML file of the engine's flag names
     # the engine's own --config file, when it is not a file of flag names (trtllm-serve's LLM-API options)
     options_reader: Callable[[str], Draft] | None = None
+    option_keys: Callable[[], frozenset[str]] | None = None  # the top-level keys its options file takes
     # Deployment knob -> spellings kvplan takes for this engine beyond its catalogue's (dash form)
     extra_spellings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     own_knobs: frozenset[str] = frozenset()  # the engine-only knobs (Knob.engine_only) this engine has

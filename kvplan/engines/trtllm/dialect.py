@@ -3,6 +3,7 @@ an LLM-API options YAML (options.py)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 from kvplan.deployment.dialect import Dialect, Program
@@ -17,6 +18,15 @@ def _read_options(path: str) -> Draft:
     return read_options(path)
 
 
+@cache
+def _option_keys() -> frozenset[str]:
+    from kvplan.engines.trtllm import flags
+
+    keys = (*flags.EXTRA_OPTIONS_KNOBS, *flags.EXTRA_OPTIONS_NOTED, *flags.EXTRA_OPTIONS_INERT,
+            *flags.EXTRA_OPTIONS_SECTIONS)
+    return frozenset(key.split(".", 1)[0] for key in keys)
+
+
 DIALECT = Dialect(
     name="trtllm",
     label="TensorRT-LLM",
@@ -27,6 +37,7 @@ DIALECT = Dialect(
     positional_model=True,
     image_fragments=("tensorrt-llm", "tensorrt_llm"),  # nvcr.io/nvidia/tensorrt-llm/release
     options_reader=_read_options,
+    option_keys=_option_keys,
     # kvplan's own command line takes these for TensorRT-LLM too (trtllm-serve has no such option: the block
     # size is the options file's kv_cache_config.tokens_per_block)
     extra_spellings={"block_size": ("tokens-per-block",), "model": ("model-path",),
