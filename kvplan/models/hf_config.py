@@ -7,6 +7,7 @@ from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models import params as param_count
+from kvplan.models.blocks import block_pattern, block_pattern_key
 from kvplan.models.families import Family, family_of
 from kvplan.models.fields import MAX_CONTEXT, ConfigFields
 from kvplan.models.layers import (
@@ -73,7 +74,7 @@ def language_fields(top: ConfigFields) -> ConfigFields:
     """The language-model part of a (possibly multimodal) config."""
     for key in NESTED_LANGUAGE_KEYS:
         nested = top.nested(key)
-        if nested is not None and nested.first_key(LAYER_KEYS):
+        if nested is not None and (nested.first_key(LAYER_KEYS) or nested.has("layers_block_type")):
             return nested
     thinker = top.nested("thinker_config")
     if thinker is not None:
@@ -94,7 +95,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     architectures = top.array("architectures") or lm.array("architectures") or []
     architecture = str(architectures[0]) if architectures else model_type
 
-    num_layers = lm.integer(LAYER_KEYS)
+    num_layers = _num_layers(lm)
     hidden = lm.integer(HIDDEN_KEYS)
     vocab = lm.integer("vocab_size", family.vocab_default)
     is_ssm = lm.first_key(HEAD_KEYS) is None and lm.has("state_size")
@@ -122,6 +123,15 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
                                 any(layer.drops_old_tokens for layer in layers)),
         notes=tuple(notes),
     )
+
+
+def _num_layers(lm: ConfigFields) -> int:
+    """num_hidden_layers, or where a Nemotron-H config gives only its block list (Nemotron-3 Ultra), its length."""
+    if lm.first_key(LAYER_KEYS) is None:
+        pattern = block_pattern(lm)
+        if pattern:
+            return len(pattern)
+    return lm.integer(LAYER_KEYS)
 
 
 def _intermediate_size(lm: ConfigFields, hidden: int) -> int:
@@ -183,7 +193,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     layer_types = lm.array("layer_types")
     if layer_types is not None:
         return _shared_kv(lm, _from_layer_types(lm, layer_types, num_layers, full, sliding, state))
-    pattern = lm.text("hybrid_override_pattern")
+    pattern = block_pattern(lm)
     if pattern is not None:
         return _from_pattern(lm, pattern, num_layers, full, state)
     interval = lm.optional_int("full_attention_interval")
@@ -246,13 +256,13 @@ def _from_pattern(lm: ConfigFields, pattern: str, num_layers: int, full: FullAtt
     """Nemotron-H: one symbol per decoder layer, each layer a single block (vLLM nemotron_h.py
     ALL_DECODER_LAYER_TYPES, which refuses any other symbol): 'M' a Mamba-2 mixer, '*' attention, '-' an MLP and
     'E' experts, the last two with no mixer and nothing cached."""
+    key = block_pattern_key(lm)
     if len(pattern) != num_layers:
-        raise lm.fail("hybrid_override_pattern", f"has {len(pattern)} entries for {num_layers} layers")
+        raise lm.fail(key, f"has {len(pattern)} entries for {num_layers} layers")
     blocks: dict[str, Layer] = {"M": state, "*": full, "-": MlpBlock(), "E": MlpBlock()}
     unknown = sorted(set(pattern) - set(blocks))
     if unknown:
-        raise lm.fail("hybrid_override_pattern", f"has an unknown layer symbol {unknown[0]!r}; "
-                                                 "expected M, *, - or E")
+        raise lm.fail(key, f"has an unknown layer symbol {unknown[0]!r}; expected M, *, - or E")
     return [blocks[symbol] for symbol in pattern]
 
 
@@ -345,7 +355,7 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
         shared, shared_size = 1, shared_width
     dense: list[int] = []
     mlp_free: tuple[int, ...] = ()
-    pattern = lm.text("hybrid_override_pattern")
+    pattern = block_pattern(lm)
     if pattern is not None:
         # Nemotron-H (vLLM nemotron_h.py): experts in its 'E' layers, a dense MLP in its '-' layers; its Mamba
         # ('M') and attention ('*') layers have neither
@@ -355,7 +365,8 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     dense.extend(range(min(first_dense, num_layers)))
     only_mlp = lm.array("mlp_only_layers") or []
     dense.extend(i for i in only_mlp if isinstance(i, int) and 0 <= i < num_layers)
-    step = lm.optional_int(("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq")) or 1
+    dense.extend(_dense_by_layer_list(lm, num_layers))
+    step = _moe_step(lm)
     if step > 1:
         offset = step - 1 if lm.has("interleave_moe_layer_step") else 0
         dense.extend(i for i in range(num_layers) if i % step != offset)
@@ -364,6 +375,28 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
         offset = lm.integer("expert_layer_offset", 0, minimum=0)
         dense.extend(i for i in range(num_layers) if i % period != offset)
     return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))), mlp_free)
+
+
+def _moe_step(lm: ConfigFields) -> int:
+    """Experts in every step-th layer; a per-layer moe_layer_freq list is read by _dense_by_layer_list instead."""
+    keys = ("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq")
+    if isinstance(lm.data.get(lm.first_key(keys) or ""), list):
+        return 1
+    return lm.optional_int(keys) or 1
+
+
+def _dense_by_layer_list(lm: ConfigFields, num_layers: int) -> list[int]:
+    """moe_layer_freq as one flag per layer (MiniMax-M3, MiMo-V2-Flash): 0 a dense MLP, else experts. vLLM 0.33.0
+    reads it per layer: models/minimax_m3/nvidia/model.py _is_moe_layer (moe_layer_freq[layer_id] != 0) and
+    model_executor/models/mimo_v2.py is_moe_layer (a list entry, an int meaning no dense layer)."""
+    flags = lm.data.get("moe_layer_freq")
+    if not isinstance(flags, list):
+        return []
+    if len(flags) != num_layers:
+        raise lm.fail("moe_layer_freq", f"has {len(flags)} entries for {num_layers} layers")
+    if not all(isinstance(flag, int) and not isinstance(flag, bool) and flag >= 0 for flag in flags):
+        raise lm.fail("moe_layer_freq", "must be an integer or a list of one non-negative integer per layer")
+    return [index for index, flag in enumerate(flags) if flag == 0]
 
 
 def _tied(top: ConfigFields, lm: ConfigFields, family: Family) -> bool:

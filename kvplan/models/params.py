@@ -78,7 +78,7 @@ def _one_block_per_layer(lm: ConfigFields) -> bool:
     """Nemotron-H's layout, named by its `hybrid_override_pattern`: every decoder layer is one block after one norm,
     a Mamba-2 mixer, attention, an MLP or experts (vLLM nemotron_h.py ALL_DECODER_LAYER_TYPES), so its attention
     layers carry no MLP of their own."""
-    return lm.has("hybrid_override_pattern")
+    return lm.has("hybrid_override_pattern") or lm.has("layers_block_type")
 
 
 def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
@@ -230,7 +230,9 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     """Parameters of one layer's MLP, and how many of them are routed experts."""
     bias = lm.flag("bias", False) if lm.has("bias") else family.mlp_bias  # Falcon: one switch for all
     if moe is None or not _has_experts(lm, moe, index):
-        size = lm.optional_int("intermediate_size_mlp") if moe else None
+        # Llama 4's intermediate_size_mlp; MiniMax-M3's dense_intermediate_size (vLLM 0.33.0
+        # models/minimax_m3/nvidia/model.py: its dense layers' MiniMaxM3MLP)
+        size = lm.optional_int(("intermediate_size_mlp", "dense_intermediate_size")) if moe else None
         return _dense_mlp(family, hidden, size or intermediate, bias), 0
     expert = _dense_mlp(family, hidden, moe.expert_intermediate_size, bias)
     experts = moe.num_experts * expert
@@ -261,9 +263,10 @@ def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
     vision = top.nested("vision_config")
     if vision is None:
         return 0, True
-    hidden = vision.integer(("hidden_size", "embed_dim"))
-    depth = vision.integer(("num_hidden_layers", "depth"))
-    inner = vision.integer("intermediate_size", 4 * hidden)
+    # Kimi-K2.5 / K3's MoonViT names its sizes vt_* (vLLM 0.33.0 transformers_utils/configs/kimi_k3.py)
+    hidden = vision.integer(("hidden_size", "embed_dim", "vt_hidden_size"))
+    depth = vision.integer(("num_hidden_layers", "depth", "vt_num_hidden_layers"))
+    inner = vision.integer(("intermediate_size", "vt_intermediate_size"), 4 * hidden)
     patch = vision.integer("patch_size", 14)
     channels = vision.integer(("num_channels", "in_chans"), 3)
     per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 4 * hidden
