@@ -137,3 +137,19 @@ def test_gke_sample_without_its_removed_flag_is_planned_on_its_labelled_gpu(tmp_
     assert rule(found, "KV001").message.startswith("google/gemma-3-27b-it")  # $(MODEL_ID) from the env
     assert rule(found, "KV006").message.startswith("8 x NVIDIA L4")
     assert rule(found, "KV030").message == "8 GPU(s) = TP 8 x PP 1 x DP 1"
+
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_examples_hold_a_passing_and_a_failing_file_of_every_kind():
+    files = sorted(p for p in (EXAMPLES / "kinds").rglob("*") if p.is_file())
+    kinds = set()
+    for path in files:
+        report = check_paths([str(path)], Options())
+        kinds.update(f.message.split(" read as ", 1)[1] for f in report.findings if f.rule == "KV000")
+        wanted = 0 if "-pass" in str(path.relative_to(EXAMPLES)) else 1
+        assert exit_code(report.findings) == wanted, path
+    assert kinds >= {"docker-compose file", "KubeAI Model", "KServe InferenceService", "engine options file",
+                     "Kubernetes manifest", "production-stack Helm values", "vLLM --config file",
+                     "Hugging Face config.json"}
