@@ -34,12 +34,13 @@ class Estimate:
 
 
 def load_model(model: str, revision: str | None = None, token: str | None = None,
-               hf_overrides: dict[str, Any] | None = None) -> ModelSpec:
+               hf_overrides: dict[str, Any] | None = None, allow_unmodelled: bool = False) -> ModelSpec:
     """A model spec: bundled id, user spec, local config.json or model directory, or Hub repo id; hf_overrides
-    replace keys of its config.json, as vLLM's --hf-overrides does."""
+    replace keys of its config.json, as vLLM's --hf-overrides does; allow_unmodelled plans a config key kvplan
+    does not model with a note instead of refusing it."""
     from kvplan.models.sources import resolve
 
-    return resolve(model, revision, token, hf_overrides)
+    return resolve(model, revision, token, hf_overrides, allow_unmodelled)
 
 
 def gpus() -> tuple[Gpu, ...]:
@@ -89,18 +90,19 @@ def draft_model(dep: Deployment, token: str | None = None) -> ModelSpec | None:
 def estimates(dep: Deployment, ladder: tuple[int, ...] = (), suggest: bool = False,
               token: str | None = None) -> list[Estimate]:
     """Plans of a deployment, one per GPU it names; levers when it does not fit (or when asked)."""
-    from kvplan.engines import estimate as run_engine
+    from kvplan.engines import plan_deployment as run_engine
 
     if dep.model is None:
         raise KvplanError("no model given: a bundled id, a config.json path or a Hub repo id (or a pasted launch "
                           "command, or model: in a --config file)", dep.where("model"))
     choices = gpu_choices(dep)
     try:
-        spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)
+        spec = load_model(dep.model, dep.revision, token, dep.hf_overrides, dep.allow_unmodelled)
     except KvplanError as exc:
         if not dep.hf_overrides:
             raise
-        load_model(dep.model, dep.revision, token)  # fails the same way when the config itself is wrong
+        # fails the same way when the config itself is wrong
+        load_model(dep.model, dep.revision, token, allow_unmodelled=dep.allow_unmodelled)
         raise exc.at(dep.where("hf_overrides")) from None  # the override is what made the config wrong
     draft = draft_model(dep, token)
     results = []

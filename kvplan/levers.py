@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice, Plan
@@ -28,7 +28,7 @@ Candidate = tuple[str, str, Deployment, GpuChoice, "Plan | None"]
 
 def _try(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None) -> Plan | None:
     try:
-        return estimate(spec, dep, gpu, draft=draft)
+        return plan_deployment(spec, dep, gpu, draft=draft)
     except KvplanError:
         return None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvplan.capacity import context_ladder, pipeline_stages, pool_layout
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.models.layers import FullAttention, SlidingWindow
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
@@ -18,7 +18,7 @@ def test_seed_example_simple_engine():
     # blocks x 16 = 136,016 tokens.
     dep = Deployment(engine="simple", gpu_memory_bytes=24 * GB, weights_memory_bytes=15_200_000_000,
                      reserve_bytes=GB, gpu_memory_utilization=1.0, dtype="float16")
-    plan = estimate(resolve("Qwen/Qwen2.5-7B"), dep, CUSTOM_24GB)
+    plan = plan_deployment(resolve("Qwen/Qwen2.5-7B"), dep, CUSTOM_24GB)
     assert plan.layout.block_bytes == 917_504
     assert plan.layout.bytes_per_token == 57_344
     assert plan.capacity.num_blocks == 8_501
@@ -76,7 +76,7 @@ def test_pipeline_blocks_are_minimum_over_stages():
     spec = resolve("meta-llama/Llama-3.1-8B")
     dep = Deployment(engine="simple", gpu_memory_bytes=24 * GB, tensor_parallel_size=1, pipeline_parallel_size=3,
                      kv_cache_memory_bytes=3 * GiB, max_model_len=8192)
-    plan = estimate(spec, dep, GpuChoice("custom", "custom", 24 * GB, 3))
+    plan = plan_deployment(spec, dep, GpuChoice("custom", "custom", 24 * GB, 3))
     # 32 layers over 3 stages: [10, 11, 11]; the 11-layer stages limit: 3 GiB // (11 x 65,536 B) = 4,468 blocks
     assert plan.capacity.num_blocks == 3 * GiB // (11 * 65_536)
 
@@ -91,10 +91,10 @@ def test_speculative_mtp_adds_a_layer():
     spec = resolve("deepseek-ai/DeepSeek-V3")
     base = Deployment(gpu_memory_bytes=141 * GB, tensor_parallel_size=8, kv_cache_memory_bytes=10 * GiB)
     gpu = GpuChoice("custom", "custom", 141 * GB, 8)
-    plain = estimate(spec, base, gpu)
+    plain = plan_deployment(spec, base, gpu)
     from dataclasses import replace
 
-    mtp = estimate(spec, replace(base, speculative_config={"method": "deepseek_mtp", "num_speculative_tokens": 1}),
+    mtp = plan_deployment(spec, replace(base, speculative_config={"method": "deepseek_mtp", "num_speculative_tokens": 1}),
                    gpu)
     # 61 + 1 MLA layers; block 64 on an unknown GPU -> default 16: 62 x 16 x 576 x 2 = 1,142,784 B/block
     assert plain.layout.block_bytes == 61 * 16 * 576 * 2
@@ -106,6 +106,6 @@ def test_sglang_counts_sliding_layers_as_full():
     # so a 10 GiB pool holds 10 GiB // 344,064 = 31,207 tokens.
     spec = resolve("google/gemma-2-9b-it")
     dep = Deployment(engine="sglang", gpu_memory_bytes=80 * GiB, kv_cache_memory_bytes=10 * GiB, max_model_len=8192)
-    plan = estimate(spec, dep, GpuChoice("custom", "custom", 80 * GiB, 1))
+    plan = plan_deployment(spec, dep, GpuChoice("custom", "custom", 80 * GiB, 1))
     assert plan.layout.bytes_per_token == 344_064
     assert plan.capacity.tokens == 10 * GiB // 344_064 == 31_207

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from kvplan.api import gpu_choices, load_model
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 
 FIXED = int(0.12 * 2**30)  # the era's fixed term, 128,849,018 B
 
 
 def activation(**knobs) -> int:
     dep = Deployment.from_mapping({"gpu": "h100", "engine_version": "0.29", **knobs})
-    return estimate(load_model("meta-llama/Llama-3.1-8B-Instruct"), dep, gpu_choices(dep)[0]).memory.activation_bytes
+    return plan_deployment(load_model("meta-llama/Llama-3.1-8B-Instruct"), dep, gpu_choices(dep)[0]).memory.activation_bytes
 
 
 def test_a_long_prefill_chunk_raises_the_peak():

@@ -8,7 +8,7 @@ import pytest
 
 from kvplan import api
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
@@ -40,5 +40,5 @@ def test_auto_round_checkpoint_uses_its_bits_and_group_size(config, weights):
     spec = resolve("meta-llama/Llama-3.1-8B", overrides={"quantization_config": config})
     h100 = find_gpu("h100")
     choice = GpuChoice(h100.id, h100.name, h100.memory_bytes, 1, h100.compute_capability, h100.fp8)
-    plan = estimate(spec, Deployment(gpu="h100", max_model_len=8192), choice)
+    plan = plan_deployment(spec, Deployment(gpu="h100", max_model_len=8192), choice)
     assert plan.memory.weights_bytes == weights + ROPE

@@ -7,13 +7,13 @@ import pytest
 
 from kvplan.api import gpu_choices, load_model
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.errors import KvplanError
 
 
 def settings(gpu: str, version: str = "0.29", **knobs):
     dep = Deployment.from_mapping({"gpu": gpu, "engine_version": version, **knobs})
-    plan = estimate(load_model("Qwen/Qwen2.5-7B"), dep, gpu_choices(dep)[0])
+    plan = plan_deployment(load_model("Qwen/Qwen2.5-7B"), dep, gpu_choices(dep)[0])
     return plan.engine.max_num_seqs, plan.engine.max_num_batched_tokens
 
 

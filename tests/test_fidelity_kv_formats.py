@@ -9,7 +9,7 @@ import pytest
 
 from kvplan.api import gpu_choices, load_model
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.errors import KvplanError
 from kvplan.models.hf_config import load_json, parse_config
 from kvplan.models.layers import FullAttention, LatentAttention
@@ -44,7 +44,7 @@ def qwen35_plan(kv_cache_dtype: str, available_gib: float):
         "gpu": "rtx3090", "tensor_parallel_size": 2, "kv_cache_dtype": kv_cache_dtype, "max_model_len": 262144,
         "engine_version": "0.24", "speculative_config": {"method": "mtp", "num_speculative_tokens": 3},
         "kv_cache_memory_bytes": int(available_gib * GiB)})
-    return estimate(spec, dep, gpu_choices(dep)[0])
+    return plan_deployment(spec, dep, gpu_choices(dep)[0])
 
 
 def test_int8_per_token_head_replays_its_log_and_fp8_its_own():
@@ -65,7 +65,7 @@ def test_nvfp4_pool_on_a_dense_model():
     # Qwen2.5-7B, 28 layers x 4 KV heads x 128: nvfp4 2 x 28 x 4 x 72 = 16,128 B per token, 258,048 B per
     # 16-token block.
     dep = Deployment.from_mapping({"gpu": "h100", "kv_cache_dtype": "nvfp4"})
-    plan = estimate(load_model("Qwen/Qwen2.5-7B"), dep, gpu_choices(dep)[0])
+    plan = plan_deployment(load_model("Qwen/Qwen2.5-7B"), dep, gpu_choices(dep)[0])
     assert plan.layout.bytes_per_token == 16_128 and plan.layout.block_bytes == 258_048
     assert plan.to_dict()["kv"]["dtype"] == "nvfp4"
 

@@ -9,7 +9,7 @@ import pytest
 
 from kvplan.api import gpu_choices, load_model
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.errors import KvplanError
 
 # Qwen/Qwen3-30B-A3B, by hand from its config.json (hidden 2048, 48 layers, 32 q / 4 KV heads of 128, 128 experts
@@ -28,7 +28,7 @@ ROPE = 10_485_760
 
 def plan(model: str, **knobs):
     dep = Deployment.from_mapping({"gpu": "h100", **knobs})
-    return estimate(load_model(model), dep, gpu_choices(dep)[0])
+    return plan_deployment(load_model(model), dep, gpu_choices(dep)[0])
 
 
 def test_expert_parallel_tp4_dp2_holds_an_eighth_of_the_experts():

@@ -9,7 +9,7 @@ from pathlib import Path
 from kvplan.api import gpu_choices
 from kvplan.capacity import aligned_block_size, pool_layout
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.models.hf_config import load_json, parse_config
 from kvplan.models.layers import FullAttention, GatedDeltaNetState, Mamba2State, page_tensors_bytes
 from kvplan.models.model import ModelSpec, SpecSource
@@ -26,7 +26,7 @@ def hybrid_fixture(name: str) -> ModelSpec:
 
 def plan(spec: ModelSpec, **knobs):
     dep = Deployment.from_mapping(knobs)
-    return estimate(spec, dep, gpu_choices(dep)[0])
+    return plan_deployment(spec, dep, gpu_choices(dep)[0])
 
 
 def test_qwen3_next_replays_the_vllm_0_10_2_log():

@@ -13,7 +13,7 @@ from conftest import load_fixture
 from kvplan.capacity import pool_layout
 from kvplan.cli.render import formula
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.models.layers import (
     ChunkedLocal,
     FullAttention,
@@ -139,7 +139,7 @@ def test_render_formula_comes_from_the_kind():
     # DeepSeek-V2-Lite at TP 2: 27 MLA layers x 576 x 16 tokens x 2 B = 497,664 B, the latent not split by TP.
     dep = Deployment(engine="simple", gpu_memory_bytes=80 * GB, tensor_parallel_size=2, kv_cache_memory_bytes=GiB,
                      max_model_len=4096)
-    plan = estimate(resolve("deepseek-ai/DeepSeek-V2-Lite"), dep, GpuChoice("custom", "custom", 80 * GB, 2))
+    plan = plan_deployment(resolve("deepseek-ai/DeepSeek-V2-Lite"), dep, GpuChoice("custom", "custom", 80 * GB, 2))
     assert formula(plan) == ("block bytes = 27 layers x 576 latent x 16 tokens x 2 B = 497,664 B "
                              "(MLA: no K/V factor, whole on every rank)")
     # One kind of differing sizes is one group whose block spans every page (2 x 65,536 + 2 x 32,768 = 196,608 B):

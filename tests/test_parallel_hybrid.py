@@ -12,8 +12,8 @@ from conftest import fixture_dict, load_fixture
 
 from kvplan.api import gpu_choices
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
-from kvplan.engines.base import Target
+from kvplan.engines import plan_deployment
+from kvplan.engines.base import PlanInput
 from kvplan.engines.common import prepare
 from kvplan.models.hf_config import parse_config
 from kvplan.models.layers import (
@@ -46,7 +46,7 @@ def shaped(**changes: object) -> ModelSpec:
 
 def plan(spec: ModelSpec, **knobs):
     dep = Deployment.from_mapping({"gpu": "h100-sxm", "kv_cache_memory_bytes": 10 * GiB, **knobs})
-    return estimate(spec, dep, gpu_choices(dep)[0])
+    return plan_deployment(spec, dep, gpu_choices(dep)[0])
 
 
 def test_every_decoder_layer_is_attention_beside_mamba2():
@@ -111,8 +111,8 @@ def test_pipeline_stages_split_decoder_layers_not_cache_layers():
     # decoder layers; the whole model's 2 groups project to 18 slots per stage: 18 x 1,605,632 = 28,901,376 B.
     spec = load_fixture(FIXTURE)
     dep = Deployment.from_mapping({"gpu": "h100-sxm", "pipeline_parallel_size": 2, "kv_cache_memory_bytes": 10 * GiB})
-    result = estimate(spec, dep, gpu_choices(dep)[0])
-    stages = prepare(Target(spec, dep, gpu_choices(dep)[0]), settings=result.engine).stages
+    result = plan_deployment(spec, dep, gpu_choices(dep)[0])
+    stages = prepare(PlanInput(spec, dep, gpu_choices(dep)[0]), settings=result.engine).stages
     assert [stage.decoder_layers for stage in stages] == [18, 18]
     assert [len(stage.layers) for stage in stages] == [36, 36]
     assert (result.layout.num_groups, result.layout.block_bytes) == (2, 28_901_376)

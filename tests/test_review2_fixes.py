@@ -9,7 +9,7 @@ import pytest
 
 from kvplan import api
 from kvplan.deployment import Deployment
-from kvplan.engines.base import Target
+from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang import budget as sglang
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.errors import KvplanError
@@ -114,7 +114,7 @@ def test_vllm_nemotron_h_config_dtype_by_version(tmp_path, config_dtype, version
 
 def test_sglang_keeps_float32_for_nemotron_h():
     # SGLang's server_args mamba_ssm_dtype default float32: 54 Mamba layers x (122,880 + 16,777,216) B
-    target = Target(api.load_model(NEMOTRON_56B), Deployment(engine="sglang"), H200)
+    target = PlanInput(api.load_model(NEMOTRON_56B), Deployment(engine="sglang"), H200)
     assert sglang.state_bytes_per_request(target) == 912_605_184
 
 

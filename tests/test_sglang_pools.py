@@ -11,7 +11,7 @@ from dataclasses import replace
 from conftest import load_fixture
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.engines.sglang import budget as sglang
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice, Plan
@@ -21,7 +21,7 @@ from kvplan.units import GiB
 def _pool_plan(model: str, kv_bytes: int, tp: int = 1, **knobs) -> Plan:
     dep = Deployment(engine="sglang", kv_cache_memory_bytes=kv_bytes, tensor_parallel_size=tp,
                      max_num_batched_tokens=2048, **knobs)
-    return estimate(resolve(model), dep, GpuChoice("custom", "pool only", 0, tp))
+    return plan_deployment(resolve(model), dep, GpuChoice("custom", "pool only", 0, tp))
 
 
 # gpt-oss-20b: 24 layers alternating sliding window 128 and full attention, 8 KV heads x 64: one layer's token is
@@ -112,7 +112,7 @@ def test_attention_dp_divides_the_kv_heads_by_the_attention_tp_size():
 def test_vllm_keeps_the_whole_tp_for_kv_heads():
     # the default rule: vLLM has no attention DP knob; its Qwen2.5-7B cell at TP 4 stays 14,336 B
     dep = Deployment(engine="vllm", tensor_parallel_size=4, kv_cache_memory_bytes=GiB, max_model_len=8192)
-    plan = estimate(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice("custom", "pool only", 0, 4))
+    plan = plan_deployment(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice("custom", "pool only", 0, 4))
     assert plan.layout.bytes_per_token == 14_336 and plan.to_dict()["pools"] is None
 
 
@@ -123,7 +123,7 @@ def _s05_like(**knobs) -> Plan:
     total = int(78.48 * GiB) + sglang.CUDA_CONTEXT_BYTES
     dep = Deployment(engine="sglang", gpu_memory_bytes=total, weights_memory_bytes=int(28.47 * GiB),
                      gpu_memory_utilization=0.85, max_model_len=8192, **knobs)
-    return estimate(spec, dep, GpuChoice("custom", "custom", total, 1))
+    return plan_deployment(spec, dep, GpuChoice("custom", "custom", total, 1))
 
 
 def test_mamba_slots_cap_the_running_requests():
@@ -160,7 +160,7 @@ def test_an_all_sliding_hybrid_architecture_keeps_one_sliding_pool():
     sliding = replace(spec, layers=tuple(layer for layer in spec.layers if layer.drops_old_tokens) * 2)
     dep = Deployment(engine="sglang", kv_cache_memory_bytes=1_000_100 * GPT_OSS_CELL, block_size=64,
                      max_num_batched_tokens=2048, max_model_len=8192)
-    plan = estimate(sliding, dep, GpuChoice("custom", "pool only", 0, 1))
+    plan = plan_deployment(sliding, dep, GpuChoice("custom", "pool only", 0, 1))
     assert plan.to_dict()["pools"] == [{"name": "swa", "tokens": 1_000_064, "bytes_per_token": 49_152}]
     assert plan.capacity.tokens == 1_000_064
 

@@ -8,8 +8,8 @@ from conftest import fixture_dict, load_fixture
 
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate as engines_estimate
-from kvplan.engines.base import Target
+from kvplan.engines import plan_deployment as engines_estimate
+from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang import budget as sglang
 from kvplan.errors import KvplanError
 from kvplan.models.hf_config import parse_config
@@ -102,7 +102,7 @@ def test_state_per_request_in_sglang_dtypes():
     # float32, 48 x 128 x 128 x 4 B = 3,145,728 B: 48 x 3,207,168 = 153,944,064 B per request (76,972,032 at TP 2).
     spec = load_fixture("hybrid/qwen3.5-27b.json")
     for tp, expected in ((1, 153_944_064), (2, 76_972_032)):
-        target = Target(spec, Deployment(engine="sglang", tensor_parallel_size=tp),
+        target = PlanInput(spec, Deployment(engine="sglang", tensor_parallel_size=tp),
                         GpuChoice("h100-sxm", "H100", 85_018_877_624, tp, "9.0"))
         assert sglang.state_bytes_per_request(target) == expected
 
@@ -121,7 +121,7 @@ def test_ssm_state_is_float32_where_the_config_names_no_dtype():
     config = fixture_dict("hybrid/qwen3.5-27b.json")
     config["text_config"].pop("mamba_ssm_dtype")
     spec = parse_config(config, "qwen3.5-27b-no-ssm-dtype", SpecSource("local", "test"))
-    target = Target(spec, Deployment(engine="sglang"), GpuChoice("h100-sxm", "H100", 85_018_877_624, 1, "9.0"))
+    target = PlanInput(spec, Deployment(engine="sglang"), GpuChoice("h100-sxm", "H100", 85_018_877_624, 1, "9.0"))
     assert sglang.state_bytes_per_request(target) == 153_944_064
 
 
@@ -223,5 +223,5 @@ def test_attention_dp_must_divide_tp():
                  attention_data_parallel_size=3)
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h200", engine="sglang", tensor_parallel_size=4,
                     attention_data_parallel_size=2)
-    assert sglang.attention_tp(Target(plan.model, Deployment(engine="sglang", tensor_parallel_size=4,
+    assert sglang.attention_tp(PlanInput(plan.model, Deployment(engine="sglang", tensor_parallel_size=4,
                                                               attention_data_parallel_size=2), plan.gpu)) == 2

@@ -15,7 +15,7 @@ from kvplan.api import estimate, estimates
 from kvplan.calibration import engines as engine_calibration
 from kvplan.deployment import Deployment
 from kvplan.deployment.front_doors import from_cli
-from kvplan.engines import estimate as engines_estimate
+from kvplan.engines import plan_deployment as engines_estimate
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.errors import KvplanError
 from kvplan.hardware import find_gpu
@@ -153,7 +153,7 @@ def test_a_small_estimation_pool_captures_no_graphs(max_num_tokens, block_size, 
 def test_backend_is_read_from_the_deployment(backend, name):
     gpu = find_gpu("h100")
     dep = Deployment(engine="trtllm", gpu=gpu.id, backend=backend)
-    target = trtllm.Target(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1))
+    target = trtllm.PlanInput(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1))
     assert trtllm.backend(target).name == name
 
 
@@ -232,7 +232,7 @@ def test_pipeline_stages_before_the_last_have_no_logits():
     # PP 2, first stage: no lm_head, so no logits rows: 8,192 x 67,584 x 2 = 1,107,296,256 exactly
     gpu = find_gpu("h100")
     dep = replace(Deployment(engine="trtllm", gpu=gpu.id, max_model_len=8192), pipeline_parallel_size=2)
-    target = trtllm.Target(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 2))
+    target = trtllm.PlanInput(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 2))
     settings = trtllm.ENGINE.settings(target)
     activation, _ = trtllm.BACKENDS["pytorch"].before_kv(target, settings, last=False)
     assert activation == 1_107_296_256

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate as engines_estimate
+from kvplan.engines import plan_deployment as engines_estimate
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve

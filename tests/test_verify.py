@@ -163,7 +163,7 @@ def test_pool_shapes_by_hand():
 
 def options(*, cap=256 * MiB, probe=False, **knobs):
     mapping = {"model": "Qwen/Qwen2.5-0.5B", "gpu": "h100", **knobs}
-    return run_module.Options(Deployment.from_mapping(mapping), "cpu", cap, probe=probe, batch=2, context=64)
+    return run_module.VerifyOptions(Deployment.from_mapping(mapping), "cpu", cap, probe=probe, batch=2, context=64)
 
 
 @pytest.fixture

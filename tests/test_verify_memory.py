@@ -44,7 +44,7 @@ def one_thread():
 
 def options(cap, **knobs):
     mapping = {"model": "Qwen/Qwen2.5-0.5B", "gpu": "h100", **knobs}
-    return run_module.Options(Deployment.from_mapping(mapping), "cpu", cap, probe=True, batch=2, context=64)
+    return run_module.VerifyOptions(Deployment.from_mapping(mapping), "cpu", cap, probe=True, batch=2, context=64)
 
 
 def available(monkeypatch, nbytes):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.engines.sglang import budget as sglang
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.hardware import find_gpu
@@ -46,7 +46,7 @@ def pool_plan(entry: dict[str, Any], kv_cache_memory: int) -> Plan:
     """kvplan's plan for the entry's bundled model with the KV memory given: no GPU, the pool alone."""
     block = entry.get("page_size", entry.get("tokens_per_block"))
     dep = _deployment(entry, kv_cache_memory, block_size=block)
-    return estimate(resolve(entry["model"]), dep, GpuChoice("custom", "log replay", 0, dep.tensor_parallel_size))
+    return plan_deployment(resolve(entry["model"]), dep, GpuChoice("custom", "log replay", 0, dep.tensor_parallel_size))
 
 
 def cell_bytes(entry: dict[str, Any]) -> int:
@@ -212,7 +212,7 @@ def plan_from_scratch(entry: dict[str, Any]) -> Plan:
     gpu = find_gpu(entry["gpu"])
     dep = _deployment(entry, gpu=gpu.id, block_size=entry.get("page_size", entry.get("tokens_per_block")))
     choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, dep.tensor_parallel_size, gpu.compute_capability, gpu.fp8)
-    return estimate(resolve(entry["model"]), dep, choice)
+    return plan_deployment(resolve(entry["model"]), dep, choice)
 
 
 def from_scratch(entry: dict[str, Any]) -> Residual:
@@ -285,7 +285,7 @@ def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan
         mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory)
     choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8) if gpu
               else GpuChoice("custom", "log replay", 0, tp))
-    return estimate(vllm_model(entry), dep, choice)
+    return plan_deployment(vllm_model(entry), dep, choice)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.deployment import Deployment
-from kvplan.engines import estimate
+from kvplan.engines import plan_deployment
 from kvplan.engines.vllm.log_lines import PRINT_HALF_STEP
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
@@ -42,14 +42,14 @@ def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None,
 
 def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
     dep, gpu = deployment(entry, kv_cache_memory)
-    return estimate(resolve(entry["model"]), dep, gpu)
+    return plan_deployment(resolve(entry["model"]), dep, gpu)
 
 
 def cuda_graph_estimate(entry: dict[str, Any]) -> int:
     """kvplan's CUDA-graph estimate for the log's deployment on rank 0, as v0.21+ would take it out of the budget
     (the v0.19 logs print it without doing so)."""
     dep, gpu = deployment(entry, estimate_cudagraphs=True)
-    plan = estimate(resolve(entry["model"]), dep, gpu)
+    plan = plan_deployment(resolve(entry["model"]), dep, gpu)
     return plan.rank_zero_memory.cuda_graph_bytes
 
 

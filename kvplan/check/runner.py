@@ -103,11 +103,11 @@ class Planner:
 
     def plan(self, dep: Deployment, spec: ModelSpec, gpu: GpuChoice, ladder: tuple[int, ...]) -> Plan:
         from kvplan.api import draft_model
-        from kvplan.engines import estimate
+        from kvplan.engines import plan_deployment
 
         key = (json.dumps(dep.to_dict(), sort_keys=True, default=str), gpu, ladder)
         if key not in self.plans:  # errors are not kept: their message names this deployment's keys
-            self.plans[key] = estimate(spec, dep, gpu, ladder, draft_model(dep))
+            self.plans[key] = plan_deployment(spec, dep, gpu, ladder, draft_model(dep))
         return self.plans[key]
 
 

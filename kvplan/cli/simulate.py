@@ -22,7 +22,7 @@ from kvplan.cli.options import (
 if TYPE_CHECKING:
     from kvplan.deployment import Deployment
     from kvplan.plan import Plan
-    from kvplan.simulate.report import Report
+    from kvplan.simulate.report import SimulationReport
 
 HELP = "Play a workload through a plan's KV pool: contiguous reservation against paging, request by request."
 EPILOG = (
@@ -115,7 +115,7 @@ def _one_plan(deployment: Deployment, token: str | None) -> Plan:
     return results[0].plan
 
 
-def _print(report: Report, json_output: bool, plan_error: str | None) -> None:
+def _print(report: SimulationReport, json_output: bool, plan_error: str | None) -> None:
     """The report, for scripts or people; plan_error: why the plan itself would not serve (said on stderr)."""
     if json_output:
         from kvplan.cli.output import print_json

@@ -76,9 +76,9 @@ def verify(
 
         require_torch()
         from kvplan.verify.api import verify as run_verify
-        from kvplan.verify.run import Options
+        from kvplan.verify.run import VerifyOptions
 
-    options = Options(deployment, device, cap, no_weights, probe, kernel, batch, longest, token=token,
+    options = VerifyOptions(deployment, device, cap, no_weights, probe, kernel, batch, longest, token=token,
                       show_progress=not json_output)
     document, code = run_verify(options, nproc)
     if document is not None:  # None: a torchrun rank other than 0

@@ -23,7 +23,7 @@ SHARED_ENV_PREFIXES = ("CUDA_", "NCCL_")  # variables of the CUDA runtime and NC
 
 
 @dataclass(eq=False)
-class Launch:
+class EngineCommand:
     """What a launch command names: its engine (None for bare flags) and the flags after the launcher."""
 
     engine: str | None
@@ -80,7 +80,7 @@ def _docker_args(rest: list[str]) -> list[str] | None:
     return None
 
 
-def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launch]:
+def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], EngineCommand]:
     """Environment assignments, the launcher and its arguments."""
     if len(tokens) == 1 and (" " in tokens[0].strip() or "\n" in tokens[0]):
         tokens = shell_words(tokens[0], where)
@@ -105,11 +105,11 @@ def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Launc
         inner_env, launch = split_launcher(docker, where)
         return env | inner_env, launch
     if not rest or rest[0].startswith("-"):
-        return env, Launch(None, "flags", rest)
+        return env, EngineCommand(None, "flags", rest)
     return env, _launch(rest, where)
 
 
-def _launch(rest: list[str], where: str) -> Launch:
+def _launch(rest: list[str], where: str) -> EngineCommand:
     """The engine whose launcher starts the words: a program (and its subcommand) or `python -m MODULE`."""
     program = os.path.basename(rest[0])
     if PYTHON.match(program) and rest[1:2] == ["-m"] and len(rest) > 2:
@@ -118,17 +118,17 @@ def _launch(rest: list[str], where: str) -> Launch:
             modules = [module for d in dialects() for module in d.modules]
             raise KvplanError(f"module {rest[2]!r} is not a server kvplan knows; expected {', '.join(modules)}",
                               where)
-        return Launch(server.name, f"python -m {rest[2]}", rest[3:])
+        return EngineCommand(server.name, f"python -m {rest[2]}", rest[3:])
     for dialect in dialects():
         for known in dialect.programs:
             if program != known.name:
                 continue
             if known.subcommand is None:
-                return Launch(dialect.name, known.name, rest[1:])
+                return EngineCommand(dialect.name, known.name, rest[1:])
             if rest[1:2] == [known.subcommand]:
-                return Launch(dialect.name, dialect.launcher, rest[2:])
+                return EngineCommand(dialect.name, dialect.launcher, rest[2:])
             if known.subcommand_optional:
-                return Launch(dialect.name, dialect.launcher, rest[1:])
+                return EngineCommand(dialect.name, dialect.launcher, rest[1:])
             raise KvplanError(f"'{program} {' '.join(rest[1:2])}' does not start a server; expected "
                               f"'{program} {known.subcommand} MODEL'", where)
     launchers = [launcher for d in dialects() for launcher in _launchers(d)]

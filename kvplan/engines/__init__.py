@@ -11,10 +11,10 @@ if TYPE_CHECKING:
     from kvplan.plan import GpuChoice, Plan
 
 
-def estimate(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, ladder: list[int] | tuple[int, ...] = (),
+def plan_deployment(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, ladder: list[int] | tuple[int, ...] = (),
              draft: ModelSpec | None = None) -> Plan:
     """The plan of a deployment of the model on the GPU, by the rules of the engine it names."""
     from kvplan import registry
-    from kvplan.engines.base import Target, plan
+    from kvplan.engines.base import PlanInput, plan
 
-    return plan(registry.engine(dep.engine), Target(spec, dep, gpu, tuple(ladder), draft))
+    return plan(registry.engine(dep.engine), PlanInput(spec, dep, gpu, tuple(ladder), draft))

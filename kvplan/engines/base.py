@@ -25,7 +25,7 @@ CUDA_CONTEXT_BYTES = int((79.18 - 78.57) * GiB)
 
 
 @dataclass(eq=False)
-class Target:
+class PlanInput:
     """What is planned: the model (and a separate speculative draft model, when one is named), on which GPU,
     deployed how, and which contexts the concurrency ladder shows."""
 
@@ -44,14 +44,14 @@ class Engine(Protocol):
     flat_pool: bool  # one pool in which every layer caches every token (no sliding-window savings)
     versioned: bool  # its accounting changes by version (--vllm-version)
 
-    def settings(self, target: Target) -> EngineSettings: ...
+    def settings(self, target: PlanInput) -> EngineSettings: ...
 
-    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         """One rank of one pipeline stage: what the engine's budget rule leaves for the KV pool."""
         ...
 
-    def notes(self, target: Target, settings: EngineSettings) -> list[str]: ...
+    def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]: ...
 
 
 class PoolRules:
@@ -59,35 +59,35 @@ class PoolRules:
     whole TP group; no cap on requests but max_num_seqs) are vLLM's and TensorRT-LLM's; an engine with other rules
     subclasses this and overrides them."""
 
-    def kv_tensor_parallel(self, target: Target) -> int:
+    def kv_tensor_parallel(self, target: PlanInput) -> int:
         """The ranks a layer's KV heads are divided over."""
         return target.deployment.tensor_parallel_size
 
-    def pools(self, target: Target, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
+    def pools(self, target: PlanInput, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
               kv_tp: int) -> SplitPools | None:
         """Separate token pools the profiled `tokens` of pipeline stage `stage` are re-split into; None: one."""
         return None
 
-    def unified(self, target: Target, settings: EngineSettings) -> bool:
+    def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
         """Whether every attention layer caches every token in one group (no sliding or chunked savings)."""
         return False
 
-    def served_layers(self, target: Target, settings: EngineSettings, layers: list[Layer],
+    def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
                       model_bytes: int) -> list[Layer]:
         """The stage's cache layers as the engine holds them: by default recurrent states stay outside the pool,
         sizeless in it."""
         return [layer.unpaged() for layer in layers]
 
-    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+    def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         """The engine's own overrides of the profiled block count."""
         return blocks
 
-    def logged(self, target: Target, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
+    def logged(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
                per_request: int) -> tuple[int, float]:
         """The token count and the concurrency the engine prints for its pool."""
         return layout.reported_tokens(num_blocks), concurrency(num_blocks, per_request)
 
-    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+    def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         """What the engine's own overrides of the pool did."""
         return []
 
@@ -95,7 +95,7 @@ class PoolRules:
         """The engine's own words on how it laid the pool out (a block raised, a page padded)."""
         return []
 
-    def request_cap(self, target: Target, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
+    def request_cap(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
         """A limit on running requests the engine sets from its memory, beyond max_num_seqs, and a note."""
         return None, None
 
@@ -104,7 +104,7 @@ def pool_rules(engine: Engine) -> PoolRules:
     return engine if isinstance(engine, PoolRules) else PoolRules()
 
 
-def plan(engine: Engine, target: Target) -> Plan:
+def plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.deployment.rules import check
 
     if target.deployment.engine_version is not None and not engine.versioned:
@@ -118,7 +118,7 @@ def plan(engine: Engine, target: Target) -> Plan:
     return _plan(engine, target)
 
 
-def _auto_length(engine: Engine, target: Target) -> Plan:
+def _auto_length(engine: Engine, target: PlanInput) -> Plan:
     """max_model_len auto (vLLM 0.33: "auto" or -1): the longest request that fits in the KV cache, at most the
     model's own maximum."""
     first = _plan(engine, replace(target, deployment=replace(target.deployment, max_model_len=None)))
@@ -130,7 +130,7 @@ def _auto_length(engine: Engine, target: Target) -> Plan:
     return _plan(engine, chosen)
 
 
-def _plan(engine: Engine, target: Target) -> Plan:
+def _plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.engines import common
     settings = engine.settings(target)
     prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings, rules=pool_rules(engine))

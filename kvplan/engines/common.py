@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from kvplan.capacity import PoolLayout, SplitPools, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
-from kvplan.engines.base import PoolRules, Target
+from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
@@ -39,7 +39,7 @@ class Prepared:
     notes: list[str]
 
 
-def prepare(target: Target, flat_pool: bool = False, settings: EngineSettings | None = None,
+def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings | None = None,
             rules: PoolRules | None = None) -> Prepared:
     """flat_pool: the engine keeps every token of sliding and chunked layers too (one flat pool); with settings,
     the engine's rules say how it holds recurrent states and whether every layer caches every token."""
@@ -110,7 +110,7 @@ def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
     return spec.quantization.method.lower() if spec.quantization else None
 
 
-def draft_layers(target: Target, dtype: str, weights: WeightLayout) -> tuple[list[Layer], int, str | None]:
+def draft_layers(target: PlanInput, dtype: str, weights: WeightLayout) -> tuple[list[Layer], int, str | None]:
     """KV layers a speculative-decoding drafter adds to the last stage, and the bytes of its weights
     (weights: the target's, for MTP layers shaped like its own)."""
     spec, config = target.spec, target.deployment.speculative_config
@@ -173,7 +173,7 @@ def check_max_model_len(spec: ModelSpec, dep: Deployment) -> int:
     return dep.max_model_len
 
 
-def ladder_contexts(target: Target, max_model_len: int) -> tuple[list[int], str | None]:
+def ladder_contexts(target: PlanInput, max_model_len: int) -> tuple[list[int], str | None]:
     """The ladder's contexts, none longer than max_model_len: a longer request is refused by the engine."""
     wanted = context_ladder(max_model_len, list(target.ladder) or None)
     clipped = sorted({min(context, max_model_len) for context in wanted})
@@ -183,7 +183,7 @@ def ladder_contexts(target: Target, max_model_len: int) -> tuple[list[int], str 
     return clipped, note
 
 
-def build_plan(target: Target, settings: EngineSettings, prepared: Prepared, memories: list[Memory],
+def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, memories: list[Memory],
                notes: list[str], rules: PoolRules | None = None) -> Plan:
     spec, dep, gpu = target.spec, target.deployment, target.gpu
     rules = rules or PoolRules()
@@ -256,7 +256,7 @@ def _ladder(contexts: list[int], layout: PoolLayout, num_blocks: int, mnbt: int,
     return ladder
 
 
-def _pool_notes(target: Target, settings: EngineSettings, prepared: Prepared, layout: PoolLayout,
+def _pool_notes(target: PlanInput, settings: EngineSettings, prepared: Prepared, layout: PoolLayout,
                 tokens: int) -> list[str]:
     """What the plan's pool says beyond its figures: padding, states outside it, replicas, experts."""
     dep, notes = target.deployment, []
@@ -294,7 +294,7 @@ def _aligned(settings: EngineSettings, layout: PoolLayout) -> EngineSettings:
     return settings
 
 
-def _startup_error(target: Target, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],
+def _startup_error(target: PlanInput, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],
                    memory: Memory, fits_everywhere: bool, request_bytes: int, longest: int) -> str | None:
     """The engine's own refusal to start, worded with its own knob names."""
     label, util, length_knob = settings.label, settings.utilization_knob, settings.length_knob

@@ -313,10 +313,10 @@ def load(run: LoggedRun, model: str | None, dep: Deployment, token: str | None,
 
 def _plan(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, draft: ModelSpec | None, notes: list[str],
           what: str) -> Plan | None:
-    from kvplan.engines import estimate
+    from kvplan.engines import plan_deployment
 
     try:
-        return estimate(spec, dep, gpu, (), draft)
+        return plan_deployment(spec, dep, gpu, (), draft)
     except KvplanError as exc:
         message = f"kvplan cannot plan this deployment ({what}): {exc}"
         if message not in notes:

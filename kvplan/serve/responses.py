@@ -168,7 +168,7 @@ def size() -> type[BaseModel]:
 
 @cache
 def simulate() -> type[BaseModel]:
-    """Report.to_dict (kvplan/simulate/report.py), its allocators' Outcome.to_dict and Meter.summary."""
+    """SimulationReport.to_dict (kvplan/simulate/report.py), its allocators' Outcome.to_dict and Meter.summary."""
     from kvplan.models.model import ModelSpec
     from kvplan.plan import EngineSettings, GpuChoice
     from kvplan.simulate.pool import Pool, StepTime
@@ -192,7 +192,7 @@ def simulate() -> type[BaseModel]:
         split_over=str, token_states_pct=percent, reserved_pct=percent, internal_fragmentation_pct=percent,
         external_fragmentation_pct=percent, free_pct=percent, shared_saved_pct=percent, utilization_pct=percent,
         peak_allocated_bytes=int)
-    return shape("Simulate", "kvplan simulate --json (Report.to_dict).", pool_bytes=(Pool, "pool_bytes"),
+    return shape("Simulate", "kvplan simulate --json (SimulationReport.to_dict).", pool_bytes=(Pool, "pool_bytes"),
                  block_size=(Pool, "block_size"), block_bytes=(Pool, "block_bytes"), num_blocks=(Pool, "num_blocks"),
                  state_bytes_per_sequence=(Pool, "state_bytes"), scheduler=scheduler, step_time=either(step_time, None),
                  model=(ModelSpec, "id"), gpu=(GpuChoice, "name"), engine=(EngineSettings, "label"),

@@ -15,7 +15,7 @@ BARS = " ▁▂▃▄▅▆▇█"
 
 
 @dataclass
-class Report:
+class SimulationReport:
     pool: Pool
     workload: Workload
     outcomes: list[Outcome]
@@ -39,7 +39,7 @@ class Report:
         }
 
 
-def render_text(report: Report, width: int = 120) -> str:
+def render_text(report: SimulationReport, width: int = 120) -> str:
     pool, lines = report.pool, []
     heading = " · ".join(str(report.context[key]) for key in ("model", "gpu") if report.context.get(key))
     lines.append(f"{heading}\nKV pool {pool.pool_bytes / 2**30:.2f} GiB: {pool.num_blocks:,} blocks of "
@@ -97,7 +97,7 @@ def sparkline(series: list[tuple[int, float, float]], column: int, width: int) -
     return "".join(out)
 
 
-def write_plot(report: Report, path: str) -> None:
+def write_plot(report: SimulationReport, path: str) -> None:
     try:
         import matplotlib
 

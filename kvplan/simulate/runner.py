@@ -7,14 +7,14 @@ from kvplan.errors import KvplanError
 from kvplan.plan import Plan
 from kvplan.simulate.allocators import ALLOCATORS, make_allocator
 from kvplan.simulate.pool import StepTime, pool_from_plan, roofline_step_time
-from kvplan.simulate.report import Report
+from kvplan.simulate.report import SimulationReport
 from kvplan.simulate.scheduler import simulate
 from kvplan.simulate.workload import Workload
 
 
 def simulate_plan(plan: Plan, workload: Workload, allocators: tuple[str, ...] = tuple(ALLOCATORS), *,
                   kv_cache_bytes: int | None = None, prefix_caching: bool = True,
-                  step_time: StepTime | None = None) -> Report:
+                  step_time: StepTime | None = None) -> SimulationReport:
     pool = pool_from_plan(plan, kv_cache_bytes)
     workload = workload.clipped(pool.max_model_len)
     timed = any(request.arrival > 0 for request in workload.requests)
@@ -28,4 +28,4 @@ def simulate_plan(plan: Plan, workload: Workload, allocators: tuple[str, ...] = 
                 for name in allocators]
     context = {"model": plan.model.id, "gpu": plan.gpu.name, "engine": plan.engine.label,
                "prefix_caching": prefix_caching}
-    return Report(pool, workload, outcomes, step_time if timed else None, context)
+    return SimulationReport(pool, workload, outcomes, step_time if timed else None, context)

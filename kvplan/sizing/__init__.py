@@ -90,11 +90,11 @@ def _with_length(base: Deployment, targets: tuple[Target, ...]) -> Deployment:
 def _check_base(spec: Any, base: Deployment, draft: Any) -> None:
     """What the deployment itself gets wrong (an invalid block size, a max_model_len beyond the model's) is the
     user's mistake, not a candidate's: planned once on an unbounded device, so it fails here, once."""
-    from kvplan.engines import estimate
+    from kvplan.engines import plan_deployment
     from kvplan.plan import GpuChoice
 
     probe = GpuChoice("custom", "any GPU", 2**40, base.tensor_parallel_size * base.pipeline_parallel_size)
-    estimate(spec, base, probe, (), draft)
+    plan_deployment(spec, base, probe, (), draft)
 
 
 def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | Sequence[str] | None = None,

@@ -193,12 +193,12 @@ class _Planner:
     refusals: dict[str, None] = field(default_factory=dict)
 
     def plan(self, gpu: Gpu, dep: Deployment, split: Split) -> Plan | None:
-        from kvplan.engines import estimate
+        from kvplan.engines import plan_deployment
 
         self.planned += 1
         choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, split.count, gpu.compute_capability, gpu.fp8)
         try:
-            return estimate(self.spec, dep, choice, self.contexts, self.draft)
+            return plan_deployment(self.spec, dep, choice, self.contexts, self.draft)
         except KvplanError as exc:
             self.refusals[exc.message] = None
             return None

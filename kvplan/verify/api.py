@@ -9,10 +9,10 @@ from kvplan.errors import KvplanError
 from kvplan.verify import require_torch
 
 if TYPE_CHECKING:
-    from kvplan.verify.run import Options
+    from kvplan.verify.run import VerifyOptions
 
 
-def verify(options: Options, nproc: int = 1) -> tuple[dict[str, Any] | None, int]:
+def verify(options: VerifyOptions, nproc: int = 1) -> tuple[dict[str, Any] | None, int]:
     require_torch()
     from kvplan.verify.ranks import launched_by_torchrun, spawn_ranks, torchrun_rank
     from kvplan.verify.report import combine

@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 
 from kvplan.errors import KvplanError
 from kvplan.verify.report import combine
-from kvplan.verify.run import Options, verify_rank
+from kvplan.verify.run import VerifyOptions, verify_rank
 
 
 def launched_by_torchrun() -> bool:
@@ -29,12 +29,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _backend(options: Options) -> str:
+def _backend(options: VerifyOptions) -> str:
     cpu = options.device is not None and options.device.startswith("cpu")
     return "gloo" if cpu or not torch.cuda.is_available() else "nccl"
 
 
-def _rank_run(options: Options, rank: int, world: int, local_rank: int) -> dict[str, Any]:
+def _rank_run(options: VerifyOptions, rank: int, world: int, local_rank: int) -> dict[str, Any]:
     """This rank's document, or its error, so that every rank reaches the gather."""
     try:
         return verify_rank(options, rank, world, local_rank)
@@ -70,7 +70,7 @@ def _result(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return combine(documents)
 
 
-def _worker(local_rank: int, world: int, port: int, options: Options, results: Any) -> None:
+def _worker(local_rank: int, world: int, port: int, options: VerifyOptions, results: Any) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     backend = _backend(options)
     if backend == "nccl":
@@ -85,7 +85,7 @@ def _worker(local_rank: int, world: int, port: int, options: Options, results: A
         dist.destroy_process_group()
 
 
-def spawn_ranks(options: Options, nproc: int) -> dict[str, Any]:
+def spawn_ranks(options: VerifyOptions, nproc: int) -> dict[str, Any]:
     """--nproc N: N local processes, joined before returning (and terminated on Ctrl-C or a failed rank)."""
     context = mp.get_context("spawn")
     results = context.SimpleQueue()
@@ -104,7 +104,7 @@ def spawn_ranks(options: Options, nproc: int) -> dict[str, Any]:
     return _result(results.get())
 
 
-def torchrun_rank(options: Options) -> dict[str, Any] | None:
+def torchrun_rank(options: VerifyOptions) -> dict[str, Any] | None:
     """Under torchrun: this process's rank; rank 0 returns the combined document, the others None."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))

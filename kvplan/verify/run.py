@@ -23,7 +23,7 @@ DEFAULT_CAP = 256 * 2**20
 
 
 @dataclass(frozen=True)
-class Options:
+class VerifyOptions:
     deployment: Deployment
     device: str | None = None
     max_pool_bytes: int = DEFAULT_CAP
@@ -47,7 +47,7 @@ def _standin(nbytes: int, device: Device) -> torch.Tensor | None:
         raise PoolDoesNotFit(f"the plan's {nbytes:,} B beside the pool do not fit") from None
 
 
-def verify_rank(options: Options, rank: int = 0, world: int = 1, local_rank: int = 0) -> dict[str, Any]:
+def verify_rank(options: VerifyOptions, rank: int = 0, world: int = 1, local_rank: int = 0) -> dict[str, Any]:
     progress = Progress(options.show_progress and rank == 0)
     device = open_device(options.device, options.max_pool_bytes, local_rank)
     held: dict[str, torch.Tensor | None] = {}
@@ -73,7 +73,7 @@ def verify_rank(options: Options, rank: int = 0, world: int = 1, local_rank: int
 class _Rank:
     """One rank's run: what it was asked, where, for which target; the notes it gathers."""
 
-    options: Options
+    options: VerifyOptions
     device: Device
     target: RankTarget
     notes: list[str]

@@ -56,8 +56,8 @@ def gpu_choice(dep: Deployment, device: Device) -> GpuChoice:
 
 def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: str | None = None) -> RankTarget:
     from kvplan.api import draft_model, load_model
-    from kvplan.engines import estimate
-    from kvplan.engines.base import Target, pool_rules
+    from kvplan.engines import plan_deployment
+    from kvplan.engines.base import PlanInput, pool_rules
     from kvplan.engines.common import prepare
     from kvplan.registry import engine
 
@@ -71,11 +71,11 @@ def rank_target(dep: Deployment, device: Device, rank: int, world: int, token: s
     spec = load_model(dep.model, dep.revision, token, dep.hf_overrides)
     draft = draft_model(dep, token)
     choice = gpu_choice(dep, device)
-    plan = estimate(spec, dep, choice, (), draft)
+    plan = plan_deployment(spec, dep, choice, (), draft)
     # vLLM numbers ranks tp-fastest: rank = pp_rank * tp + tp_rank
     pp_rank, tp_rank = divmod(rank, tp)
     settings = plan.engine
-    target = Target(spec, dep, choice, (), draft)
+    target = PlanInput(spec, dep, choice, (), draft)
     chosen = engine(dep.engine)
     stages = prepare(target, flat_pool=chosen.flat_pool, settings=settings, rules=pool_rules(chosen)).stages
     kv_tp = pool_rules(chosen).kv_tensor_parallel(target)  # SGLang's attention DP keeps more KV heads per rank

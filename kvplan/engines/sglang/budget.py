@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines import common
-from kvplan.engines.base import CUDA_CONTEXT_BYTES, PoolRules, Target
+from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -147,7 +147,7 @@ def gpu_mib(gpu: GpuChoice) -> float:
     return gpu.memory_bytes / MiB
 
 
-def _speculative_algorithm(target: Target) -> str | None:
+def _speculative_algorithm(target: PlanInput) -> str | None:
     config = target.deployment.speculative_config or {}
     method = config.get("method") or ("draft_model" if config.get("model") else None)
     if method is None:
@@ -155,13 +155,13 @@ def _speculative_algorithm(target: Target) -> str | None:
     return "STANDALONE" if method == "draft_model" else str(method)
 
 
-def _vision_tower(target: Target) -> tuple[int, int] | None:
+def _vision_tower(target: PlanInput) -> tuple[int, int] | None:
     """(layers, hidden size) of the model's vision tower, where the spec records them."""
     layers, hidden = getattr(target.spec, "vision_layers", None), getattr(target.spec, "vision_hidden_size", None)
     return (int(layers), int(hidden)) if layers and hidden else None
 
 
-def state_bytes_per_request(target: Target) -> int:
+def state_bytes_per_request(target: PlanInput) -> int:
     """One request's Mamba / linear-attention state on one rank: the conv state in the served dtype, the SSM state
     in the config's mamba_ssm_dtype or float32 (server_args' mamba_ssm_dtype default), its heads divided by the
     attention TP size (configs/qwen3_next.py mamba2_cache_params: tp_world_size=get_attention_tp_size())."""
@@ -183,7 +183,7 @@ class Sglang(PoolRules):
     kv_log = "KV Cache is allocated. #tokens: N"
     flat_pool = True
 
-    def settings(self, target: Target) -> EngineSettings:
+    def settings(self, target: PlanInput) -> EngineSettings:
         dep, gpu = target.deployment, target.gpu
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         if tp % attention_dp(target):
@@ -212,7 +212,7 @@ class Sglang(PoolRules):
             utilization_knob="mem_fraction_static", length_knob="context_length",
             auto_kv_cache_dtype=auto_kv_cache_dtype(target))
 
-    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         dep, total = target.deployment, target.gpu.memory_bytes
         fraction = settings.gpu_memory_utilization or 1
@@ -226,13 +226,13 @@ class Sglang(PoolRules):
                       reserve_bytes=held_back, kv_cache_bytes=pool)
 
     @staticmethod
-    def _rest(target: Target, settings: EngineSettings, weights_bytes: int) -> int:
+    def _rest(target: PlanInput, settings: EngineSettings, weights_bytes: int) -> int:
         before = max(target.gpu.memory_bytes - CUDA_CONTEXT_BYTES, 0)
         return rest_bytes(before, before - weights_bytes, settings.gpu_memory_utilization or 1,
                           multimodal=bool(target.spec.params.vision))
 
     @staticmethod
-    def _mamba(target: Target, rest: int) -> tuple[int, int]:
+    def _mamba(target: PlanInput, rest: int) -> tuple[int, int]:
         """(slots, bytes) of the Mamba state pool; (0, 0) for a model without states."""
         dep, per_request = target.deployment, state_bytes_per_request(target)
         if not per_request:
@@ -242,20 +242,20 @@ class Sglang(PoolRules):
             given //= attention_dp(target)
         return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
 
-    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+    def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         cap = target.deployment.max_total_tokens  # --max-total-tokens: at most this many tokens in the pool
         return blocks if cap is None else min(blocks, cap // settings.block_size)
 
-    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+    def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         cap = target.deployment.max_total_tokens
         if cap is not None and num_blocks * settings.block_size >= cap - settings.block_size:
             return [f"max_total_tokens caps the pool at {cap:,} tokens"]
         return []
 
-    def kv_tensor_parallel(self, target: Target) -> int:
+    def kv_tensor_parallel(self, target: PlanInput) -> int:
         return attention_tp(target)
 
-    def pools(self, target: Target, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
+    def pools(self, target: PlanInput, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
               kv_tp: int) -> SplitPools | None:
         """set_num_tokens_hybrid_swa (model_runner_kv_cache_mixin.py, v0.5.6-v0.5.9), after the page alignment,
         the --max-total-tokens cap and the minimum over pipeline stages: a hybrid-SWA architecture's profiled
@@ -281,7 +281,7 @@ class Sglang(PoolRules):
         return SplitPools((TokenPool("full", full_tokens, full_cell, full[0]),
                            TokenPool("swa", swa, swa_cell, windowed[0])), page, chunk)
 
-    def request_cap(self, target: Target, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
+    def request_cap(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
         """init_memory: a Mamba hybrid runs at most max_mamba_cache_size // 3 requests at once."""
         if not state_bytes_per_request(target):
             return None, None
@@ -290,7 +290,7 @@ class Sglang(PoolRules):
         return cap, (f"Mamba state slots cap running requests at {slots} // {MAMBA_SLOTS_PER_RUNNING_REQUEST} = "
                      f"{cap} (SGLang's max_running_requests, radix cache on)")
 
-    def notes(self, target: Target, settings: EngineSettings) -> list[str]:
+    def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         given = target.deployment.gpu_memory_utilization is not None
         fraction = settings.gpu_memory_utilization
         if fraction is not None and fraction <= 0:  # only the default heuristic gives one: the flag must be > 0
@@ -330,14 +330,14 @@ class Sglang(PoolRules):
         return notes
 
 
-def auto_kv_cache_dtype(target: Target) -> str | None:
+def auto_kv_cache_dtype(target: PlanInput) -> str | None:
     """server_args _set_default_nsa_kv_cache_dtype: DeepSeek sparse attention on SM100+ caches fp8_e4m3 when the
     KV cache dtype is auto."""
     major = target.gpu.compute_major
     return "fp8_e4m3" if common.kernel_block_size(target.spec) and major is not None and major >= 10 else None
 
 
-def _window_note(target: Target) -> str:
+def _window_note(target: PlanInput) -> str:
     ratio = target.deployment.swa_full_tokens_ratio
     if target.spec.architecture not in HYBRID_SWA_ARCHITECTURES:
         return (f"{target.spec.architecture} is not one of SGLang's hybrid-SWA architectures: its sliding and "
@@ -348,14 +348,14 @@ def _window_note(target: Target) -> str:
             f"sliding-window pool of {shown} x its tokens (full_layer_tokens / swa_layer_tokens)")
 
 
-def attention_tp(target: Target) -> int:
+def attention_tp(target: PlanInput) -> int:
     """get_attention_tp_size, which get_cell_size_per_token, the KV pools and the Mamba state shapes divide heads
     by (layers/dp_attention.py compute_dp_attention_world_info, v0.5.x): TP // attn_dp with attention data
     parallelism."""
     return max(1, target.deployment.tensor_parallel_size // attention_dp(target))
 
 
-def attention_dp(target: Target) -> int:
+def attention_dp(target: PlanInput) -> int:
     """SGLang's attention data-parallel degree (--attn-dp-size): 1 where not given."""
     return target.deployment.attention_data_parallel_size or 1
 

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from kvplan.capacity import pool_layout
 from kvplan.engines import common
-from kvplan.engines.base import CUDA_CONTEXT_BYTES, Target
+from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput
 from kvplan.models.families import family_of
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
@@ -141,7 +141,7 @@ def largest_graph(max_batch_size: int, max_num_tokens: int, estimation_blocks: i
     return kept[-1] if kept and kept[-1] <= estimation_blocks else 0
 
 
-def _block_bytes(target: Target, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
+def _block_bytes(target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
     """One block's bytes on the rank of this pipeline stage (every layer keeps every token: one flat pool)."""
     prepared = common.prepare(target, flat_pool=True, settings=settings)
     stage = next((s for s in prepared.stages if s.decoder_layers == decoder_layers and s.last == last),
@@ -150,14 +150,14 @@ def _block_bytes(target: Target, settings: EngineSettings, decoder_layers: int, 
                        target.deployment.tensor_parallel_size).block_bytes
 
 
-def _element_bytes(target: Target) -> int:
+def _element_bytes(target: PlanInput) -> int:
     return dtype_bytes(common.model_dtype(target.spec, target.deployment, target.gpu)[0])
 
 
 class Backend(Protocol):
     name: str
 
-    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+    def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         """Activation bytes and CUDA-graph bytes in use on one rank when the free memory is measured."""
         ...
 
@@ -173,7 +173,7 @@ class PyTorchBackend:
 
     name = "pytorch"
 
-    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+    def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         spec, tp, size = target.spec, target.deployment.tensor_parallel_size, _element_bytes(target)
         tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
         requests = dummy_requests(tokens, settings.max_model_len)
@@ -205,7 +205,7 @@ class TensorRtEngine:
 
     name = "tensorrt"
 
-    def before_kv(self, target: Target, settings: EngineSettings, last: bool) -> tuple[int, int]:
+    def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
         return forward_activation_bytes(target.spec, target.deployment.tensor_parallel_size, tokens, 0,
                                         _element_bytes(target)), 0
@@ -221,7 +221,7 @@ _ENGINE_BACKEND = TensorRtEngine()
 BACKENDS: dict[str, Backend] = {"pytorch": PyTorchBackend(), "tensorrt": _ENGINE_BACKEND, "trt": _ENGINE_BACKEND}
 
 
-def backend(target: Target) -> Backend:
+def backend(target: PlanInput) -> Backend:
     """The deployment's backend (trtllm-serve --backend; the PyTorch one when none is declared)."""
     return BACKENDS[target.deployment.backend or "pytorch"]
 
@@ -233,7 +233,7 @@ class TensorRtLlm:
     kv_log = "Allocated ... GiB for max tokens in paged KV cache (N)"
     flat_pool = True
 
-    def settings(self, target: Target) -> EngineSettings:
+    def settings(self, target: PlanInput) -> EngineSettings:
         dep = target.deployment
         return EngineSettings(
             "trtllm", self.label, self.kv_log, dep.engine_version, dep.gpu_memory_utilization or FREE_FRACTION,
@@ -241,7 +241,7 @@ class TensorRtLlm:
             dep.max_num_seqs or MAX_BATCH_SIZE, dep.max_num_batched_tokens or MAX_NUM_TOKENS,
             utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len")
 
-    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         dep, gpu, rules = target.deployment, target.gpu, backend(target)
         activation, graphs = rules.before_kv(target, settings, last)
@@ -264,7 +264,7 @@ class TensorRtLlm:
                       non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
                       reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
 
-    def notes(self, target: Target, settings: EngineSettings) -> list[str]:
+    def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         fraction = settings.gpu_memory_utilization
         stages = common.prepare(target, flat_pool=True, settings=settings).stages
         block = _block_bytes(target, settings, stages[-1].decoder_layers, True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
-from kvplan.engines.base import PoolRules, Target
+from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.releases import (
     LATEST,
@@ -130,7 +130,7 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     return int(logits + hidden + mlp + moe) + era.fixed_bytes
 
 
-def ssm_dtype(target: Target, version: tuple[int, int]) -> SsmDtype:
+def ssm_dtype(target: PlanInput, version: tuple[int, int]) -> SsmDtype:
     """--mamba-ssm-cache-dtype, or what vLLM makes of auto for the architecture and version (vllm_ssm)."""
     dep = target.deployment
     if dep.mamba_ssm_cache_dtype != "auto":
@@ -208,7 +208,7 @@ def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, int], max_model
     return tier.seqs, tier.tokens[entrypoint]
 
 
-def rope_cache_bytes(target: Target) -> int:
+def rope_cache_bytes(target: PlanInput) -> int:
     """The RoPE cos/sin tables every rank builds with the model (layers/rotary_embedding/base.py: a buffer of
     positions x rotary_dim in the model dtype, one per distinct RoPE, as get_rope caches them): "Model loading
     took" counts them with the weights."""
@@ -223,7 +223,7 @@ class Vllm(PoolRules):
     kv_log = "GPU KV cache size"
     flat_pool = False
 
-    def settings(self, target: Target) -> EngineSettings:
+    def settings(self, target: PlanInput) -> EngineSettings:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
         if dep.block_size is not None and dep.block_size not in BLOCK_SIZES:
             raise KvplanError(f"invalid choice {dep.block_size} (choose from {', '.join(map(str, BLOCK_SIZES))})",
@@ -251,7 +251,7 @@ class Vllm(PoolRules):
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks))
 
-    def stage_memory(self, target: Target, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
         era = era_of(settings.version or LATEST)
@@ -275,7 +275,7 @@ class Vllm(PoolRules):
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
 
-    def notes(self, target: Target, settings: EngineSettings) -> list[str]:
+    def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         notes = []
         if self.unified(target, settings) and any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
@@ -306,10 +306,10 @@ class Vllm(PoolRules):
         return notes
 
 
-    def unified(self, target: Target, settings: EngineSettings) -> bool:
+    def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
         return not hybrid_kv_manager(target.spec, target.deployment)
 
-    def served_layers(self, target: Target, settings: EngineSettings, layers: list[Layer],
+    def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
                       model_bytes: int) -> list[Layer]:
         """Recurrent states in the block pool from v0.10 (MambaBase.get_kv_cache_spec, mamba_utils): the conv state
         in the served dtype (mamba_cache_dtype auto), the SSM state as ssm_dtype types it, one conv row and one block
@@ -324,11 +324,11 @@ class Vllm(PoolRules):
                                 extra if layer.kind in PREFIX_CACHED_STATE_KINDS else 0, ssm.fallback)
                 for layer in layers]
 
-    def capped_blocks(self, target: Target, settings: EngineSettings, blocks: int) -> int:
+    def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         override = target.deployment.num_gpu_blocks_override  # this many blocks, whatever the budget
         return blocks if override is None else override
 
-    def logged(self, target: Target, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
+    def logged(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
                per_request: int) -> tuple[int, float]:
         """V0 divides the pool's tokens by max_model_len; with state groups from v0.20 the logged tokens are
         concurrency x max_model_len (engine-calibration Y04)."""
@@ -340,7 +340,7 @@ class Vllm(PoolRules):
             tokens = num_blocks * length // per_request if per_request else 0
         return tokens, value
 
-    def pool_notes(self, target: Target, settings: EngineSettings, num_blocks: int) -> list[str]:
+    def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         override = target.deployment.num_gpu_blocks_override
         return [] if override is None else [f"num_gpu_blocks_override: {override:,} blocks, whatever the memory budget"]
 
