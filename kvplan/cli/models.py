@@ -89,8 +89,11 @@ def list_models(json_output: JsonFlag = False) -> None:
 
 @app.command("show", help="The normalized spec of MODEL and where it came from.")
 def show(model: ModelArg, json_output: JsonFlag = False, revision: RevisionOpt = None,
-         token: TokenOpt = None) -> None:
-    spec = sources.resolve(model, revision, token)
+         token: TokenOpt = None,
+         allow_unmodelled: Annotated[bool, typer.Option("--allow-unmodelled", help="Show a model whose config has "
+                                                        "a key kvplan does not model (a note names it).")] = False,
+         ) -> None:
+    spec = sources.resolve(model, revision, token, allow_unmodelled=allow_unmodelled)
     data = spec_to_dict(spec)
     label = spec.source.kind
     if label == "user" and sources.overrides_bundled(spec.id):

@@ -30,6 +30,8 @@ class Deployment:
     # what to plan for (kvplan's own fields, and vLLM's model and revision)
     model: str | None = knob("str", "Model: bundled id, local config.json or directory, or Hub repo id.")
     revision: str | None = knob("str", "Hub branch, tag or commit of the model.")
+    allow_unmodelled: bool = knob("bool", "Plan a model whose config has a key kvplan does not model (a note names "
+                                  "it) instead of refusing it.", False, engine_flag=False)
     engine: str = knob("str", "Serving engine whose budget rules apply.", registry.DEFAULT, choices=registry.names,
                        engine_flag=False)
     engine_version: str | None = knob("str", "Engine version; picks the era of vLLM's accounting.",

@@ -28,6 +28,8 @@ from kvplan.models.layers import (
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.rope import rope_tables
+from kvplan.models.unmodelled import note as unmodelled_note
+from kvplan.models.unmodelled import refusal, unread_keys
 from kvplan.units import DTYPE_BYTES, canonical_dtype, dtype_bytes
 
 MAX_CONFIG_BYTES = 8 * 2**20  # real config.json files are a few KB; anything this large is not one
@@ -85,9 +87,12 @@ def language_fields(top: ConfigFields) -> ConfigFields:
 
 
 def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where: str | None = None,
-                 accessed: set[tuple[str, ...]] | None = None) -> ModelSpec:
-    """Build the spec; `accessed`, when given, collects the key paths the parser read."""
+                 accessed: set[tuple[str, ...]] | None = None, allow_unmodelled: bool = False) -> ModelSpec:
+    """Build the spec; `accessed`, when given, collects the key paths the parser read. A key that changes the KV
+    layout or the weights and that the parser did not read (kvplan.models.unmodelled) refuses the config, or with
+    allow_unmodelled is named in a note."""
     where = where or source.location
+    accessed = set() if accessed is None else accessed
     top = ConfigFields(data, where, accessed=accessed)
     lm = language_fields(top)
     model_type = lm.text("model_type") or top.text("model_type") or "unknown"
@@ -113,6 +118,10 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
                                                             layers, moe, tie))
     if not params.exact and params.note:
         notes.append(params.note)
+    unread = unread_keys([((), top.data), (lm.path, lm.data)], accessed)
+    if unread and not allow_unmodelled:
+        raise KvplanError(refusal(unread), where)
+    notes.extend([unmodelled_note(unread)] if unread else [])
     return ModelSpec(
         id=model_id, source=source, architecture=architecture, model_type=model_type,
         num_layers=num_layers, hidden_size=hidden, num_attention_heads=heads, vocab_size=vocab,
@@ -190,6 +199,9 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     if family.parallel_mixers:
         return [ParallelHybrid(full, state)] * num_layers
 
+    kinds = lm.data.get("attn_type_list")
+    if isinstance(kinds, list) and kinds and all(kind == 1 for kind in kinds):
+        lm.array("attn_type_list")  # MiniMax-M2.x: 1 marks softmax attention in every layer, as full attention
     layer_types = lm.array("layer_types")
     if layer_types is not None:
         return _shared_kv(lm, _from_layer_types(lm, layer_types, num_layers, full, sliding, state))
@@ -230,6 +242,9 @@ def _sparse_indexer(lm: ConfigFields, latent_dim: int) -> SparseLatentAttention 
     if not any(lm.has(key) for key in INDEXER_DEFAULTS):
         return None
     head_dim, heads, topk = (lm.integer(key, default) for key, default in INDEXER_DEFAULTS.items())
+    kinds = lm.data.get("indexer_types")
+    if isinstance(kinds, list) and all(kind == "full" for kind in kinds):
+        lm.array("indexer_types")  # GLM-5.1: every layer its own indexer, as index_topk alone says
     return SparseLatentAttention(latent_dim, head_dim, heads, topk)
 
 
@@ -338,16 +353,19 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"))
     if not experts or experts < 2:
         return None
-    per_token_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk")
+    per_token_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token",
+                      "top_k_experts")
     per_token = lm.integer(per_token_keys, 1)
     if per_token > experts:
         raise lm.fail(lm.first_key(per_token_keys) or per_token_keys[0],
                       f"({per_token}) is more than the {experts} experts")
     expert_size = lm.optional_int("moe_intermediate_size") or intermediate
-    shared = lm.optional_int("n_shared_experts", minimum=0) or 0
+    shared = lm.optional_int(("n_shared_experts", "num_shared_experts"), minimum=0) or 0
     # Nemotron-H sizes its shared experts apart (vLLM NemotronHMoE: moe_shared_expert_intermediate_size x
-    # n_shared_experts); the others give them the routed experts' width.
-    shared_size = shared * (lm.optional_int("moe_shared_expert_intermediate_size") or expert_size)
+    # n_shared_experts), as do MiniMax-M3 (shared_intermediate_size) and Step-3.7 (share_expert_dim); the others
+    # give them the routed experts' width.
+    shared_size = shared * (lm.optional_int(("moe_shared_expert_intermediate_size", "shared_intermediate_size",
+                                             "share_expert_dim")) or expert_size) if shared else 0
     if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
         shared, shared_size = 1, expert_size
     shared_width = lm.optional_int("shared_expert_intermediate_size", minimum=0)
@@ -389,6 +407,11 @@ def _dense_by_layer_list(lm: ConfigFields, num_layers: int) -> list[int]:
     """moe_layer_freq as one flag per layer (MiniMax-M3, MiMo-V2-Flash): 0 a dense MLP, else experts. vLLM 0.33.0
     reads it per layer: models/minimax_m3/nvidia/model.py _is_moe_layer (moe_layer_freq[layer_id] != 0) and
     model_executor/models/mimo_v2.py is_moe_layer (a list entry, an int meaning no dense layer)."""
+    kinds = lm.array("mlp_layer_types")
+    if kinds is not None:  # GLM-5.1 / 5.2: "dense" or "sparse" per layer
+        if len(kinds) != num_layers:
+            raise lm.fail("mlp_layer_types", f"has {len(kinds)} entries for {num_layers} layers")
+        return [index for index, kind in enumerate(kinds) if kind == "dense"]
     flags = lm.data.get("moe_layer_freq")
     if not isinstance(flags, list):
         return []

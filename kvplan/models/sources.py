@@ -90,7 +90,8 @@ def read_bounded(path: Path) -> bytes:
         return handle.read(MAX_CONFIG_BYTES + 1)
 
 
-def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None) -> ModelSpec:
+def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None,
+                   allow_unmodelled: bool = False) -> ModelSpec:
     where = str(spec_file.path)
     try:
         raw = read_bounded(spec_file.path)
@@ -103,7 +104,8 @@ def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None)
         raise KvplanError("a kvplan spec needs a '_kvplan' metadata object and a 'config' object", where)
     model_id = str(meta.get("id", spec_file.id))
     source = SpecSource(spec_file.kind, str(meta.get("source", where)), meta.get("revision"))
-    spec = parse_config(with_overrides(config, overrides), model_id, source, where)
+    spec = parse_config(with_overrides(config, overrides), model_id, source, where,
+                        allow_unmodelled=allow_unmodelled)
     published = meta.get("params")
     if isinstance(published, int) and not isinstance(published, bool) and published > 0 and not overrides:
         spec = _with_published_params(spec, published)
@@ -141,7 +143,8 @@ def close_ids(model: str, limit: int = 3) -> list[str]:
     return [lowered[m] for m in matches[:limit]]
 
 
-def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any] | None = None) -> ModelSpec:
+def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any] | None = None,
+               allow_unmodelled: bool = False) -> ModelSpec:
     config_path = path / "config.json" if path.is_dir() else path
     where = str(config_path)
     if not config_path.is_file():
@@ -152,9 +155,11 @@ def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any
         raise KvplanError(f"cannot read: {exc.strerror}", where) from None
     data = load_json(raw, where)
     if "_kvplan" in data and isinstance(data.get("config"), dict):
-        return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"), overrides)
+        return read_spec_file(SpecFile(str(data["_kvplan"].get("id", path.stem)), config_path, "local"), overrides,
+                              allow_unmodelled)
     name = model_id or name_from_config(data) or _name_from_path(path)
-    return parse_config(with_overrides(data, overrides), name, SpecSource("local", where))
+    return parse_config(with_overrides(data, overrides), name, SpecSource("local", where),
+                        allow_unmodelled=allow_unmodelled)
 
 
 def _name_from_path(path: Path) -> str:
@@ -217,7 +222,7 @@ def check_spec_id(model_id: str, where: str) -> None:
 
 
 def resolve(model: str, revision: str | None = None, token: str | None = None,
-            overrides: dict[str, Any] | None = None) -> ModelSpec:
+            overrides: dict[str, Any] | None = None, allow_unmodelled: bool = False) -> ModelSpec:
     """The spec for MODEL: a local path, a bundled or user id, or a Hub repo id; overrides: --hf-overrides."""
     if not model.strip():
         raise KvplanError("the model is empty; give a bundled id (kvplan models list), a config.json path or a Hub "
@@ -231,7 +236,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
     except OSError as exc:  # a name longer than the file system allows, and the like
         raise KvplanError(f"not a usable path or model id ({exc.strerror})", repr(model[:80])) from None
     if exists:
-        return read_local(path, overrides=overrides)
+        return read_local(path, overrides=overrides, allow_unmodelled=allow_unmodelled)
     if looks_like_path(model):
         explicit = model.startswith((".", "/", "~")) or model.endswith(".json")
         problem = None if explicit else repo_id_problem(model)
@@ -240,7 +245,7 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
     if revision is None:
         spec_file = find_spec_file(model)
         if spec_file is not None:
-            return read_spec_file(spec_file, overrides)
+            return read_spec_file(spec_file, overrides, allow_unmodelled)
     problem = repo_id_problem(model)
     if problem is not None:  # before huggingface_hub is imported, and before any request
         close = close_ids(model.strip()) if model == model.strip() and "@" not in model else []
@@ -250,7 +255,8 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
     data = load_json(read_bounded(config_path), f"{model} (config.json from {source.kind})")
-    spec = parse_config(with_overrides(data, overrides), model, source, f"{model}/config.json")
+    spec = parse_config(with_overrides(data, overrides), model, source, f"{model}/config.json",
+                        allow_unmodelled=allow_unmodelled)
     if spec.quantization is not None:
         stored = hub.stored_weight_bytes(model, revision, token)
         if stored:
