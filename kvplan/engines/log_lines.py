@@ -131,6 +131,7 @@ class LogLines:
     record_start: str  # a regular expression: how one of its records starts (a line that does not continues one)
     recognised: str | None = None  # a regular expression for a record only this engine prints (whose log it is)
     kinds: tuple[LineKind, ...] = field(default=())  # the kinds of sizing line it prints that explain reads
+    reconciled: bool = False  # explain reconciles this engine's logs term by term (its figures are these kinds')
 
     def line_kinds(self, engine: str) -> tuple[LineKind, ...]:
         return (*self.kinds, *((OtherEngine(engine, self.recognised),) if self.recognised else ()))

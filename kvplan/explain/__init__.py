@@ -16,12 +16,12 @@ MAX_LOG_BYTES = 16 * 2**20  # a startup log with DEBUG lines is a few hundred Ki
 def read_log(text: str) -> LoggedRun:
     """What TEXT says about sizing. Never fails: what is not there is simply not in the run."""
     from kvplan.explain.inferred import derived_terms, parallelism_from_ranks
-    from kvplan.explain.lines import read_into
+    from kvplan.explain.lines import read_into, reconciling_engine
 
     run = LoggedRun()
     read_into(run, text)
     if run.engine is None and (run.memory or run.capacity):
-        run.engine = "vllm"  # every figure kind read is a vLLM line
+        run.engine = reconciling_engine()
     parallelism_from_ranks(run)
     derived_terms(run)
     differing = run.ranks_that_differ()

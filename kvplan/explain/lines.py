@@ -36,6 +36,11 @@ def _record_start(engines: tuple[str, ...]) -> re.Pattern[str]:
 MAX_WRAPPED = 200  # continuation lines joined to one record at most
 
 
+def reconciling_engine() -> str | None:
+    """The engine whose logs explain reconciles term by term: every figure it reads is one of that engine's lines."""
+    return next((name for name, lines in _engine_log_lines() if lines.reconciled), None)
+
+
 @cache
 def _kinds(engines: tuple[str, ...]) -> tuple[LineKind, ...]:
     """Every engine's kinds of line, in the registry's order."""

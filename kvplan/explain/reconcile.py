@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvplan import registry
 from kvplan.deployment import Deployment
 from kvplan.engines.vllm.log_lines import PRINT_HALF_STEP
 from kvplan.errors import KvplanError
 from kvplan.explain.device import DRIVER_BAND, DeviceMatch, match_total
+from kvplan.explain.lines import reconciling_engine
 from kvplan.explain.record import LoggedRun
 from kvplan.hardware import Gpu
 from kvplan.models.model import ModelSpec
@@ -111,7 +113,7 @@ class Explanation:
 
     @property
     def reconciled(self) -> bool:
-        return self.run.engine == "vllm"
+        return self.run.engine is not None and self.run.engine == reconciling_engine()
 
     @property
     def replay_matches(self) -> bool | None:
@@ -165,8 +167,10 @@ class Explanation:
 def reconcile(run: LoggedRun, source: str, model: str | None = None, gpu: str | None = None,
               token: str | None = None) -> Explanation:
     result = Explanation(run, source)
-    if run.engine != "vllm":
-        result.notes.append(f"this is a {run.engine_label} log; only vLLM logs are reconciled")
+    engine = reconciling_engine()
+    if run.engine != engine:
+        result.notes.append(f"this is a {run.engine_label} log; only {registry.label(engine or '')} logs are "
+                            "reconciled")
         return result
     dep = deployment(run, source, result.notes)
     result.gpu, result.device = choose_gpu(run, dep, gpu, result.notes)
@@ -250,10 +254,10 @@ def deployment(run: LoggedRun, source: str, notes: list[str]) -> Deployment:
     elif version is None:
         notes.append("the log does not print vLLM's version; kvplan assumes the newest it models")
     try:
-        return Deployment(engine="vllm", engine_version=version, **kwargs, origins=origins)
+        return Deployment(engine=run.engine or registry.DEFAULT, engine_version=version, **kwargs, origins=origins)
     except KvplanError as exc:
         notes.append(f"{exc}; the log's flags are not replayed")
-        return Deployment(engine="vllm", engine_version=version)
+        return Deployment(engine=run.engine or registry.DEFAULT, engine_version=version)
 
 
 def choose_gpu(run: LoggedRun, dep: Deployment, gpu: str | None,

@@ -170,4 +170,4 @@ KINDS: tuple[LineKind, ...] = (
 
 # A record starts with a Ray worker's process prefix, a level and a date (INFO 10-07), or an ISO date.
 LOG_LINES = LogLines(record_start=r"\(\w+ pid=\d+\)|(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d|"
-                                  r"\[\d{4}-\d\d-\d\d", kinds=KINDS)
+                                  r"\[\d{4}-\d\d-\d\d", kinds=KINDS, reconciled=True)
