@@ -44,10 +44,6 @@ REFUSED: dict[str, list[str]] = {
     **{name: ["text_config.global_head_dim", "text_config.num_global_key_value_heads", "text_config.attention_k_eq_v"]
        + (["text_config.enable_moe_block"] if "26B" in name else [])
        for name in ("google__gemma-4-26B-A4B", "nvidia__Gemma-4-26B-A4B-NVFP4", "nvidia__Gemma-4-31B-IT-NVFP4")},
-    **{name: ["moe_latent_size"] for name in (
-        "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
-        "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8",
-        "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4")},
 }
 
 
@@ -97,15 +93,15 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_refuses_with_one_line_and_plans_with_the_flag():
-    model = str(ROOT / "tests/fixtures/configs/frontier/nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16")
+    model = str(ROOT / "tests/fixtures/configs/frontier/XiaomiMiMo__MiMo-V2-Flash")
     refused = run("estimate", "--gpu", "h200", "-tp", "8", "--model", model)
     assert refused.returncode == 2
-    assert refused.stderr.count("\n") == 1 and "key 'moe_latent_size'" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and "key 'hybrid_layer_pattern'" in refused.stderr
     assert "--allow-unmodelled" in refused.stderr
     planned = run("estimate", "--gpu", "h200", "-tp", "8", "--model", model, "--allow-unmodelled", "--json")
     assert planned.returncode in (0, 1), planned.stderr
     notes = json.loads(planned.stdout)["notes"]
-    assert any("not modelled, planned without: 'moe_latent_size'" in note for note in notes)
+    assert any("not modelled, planned without: 'hybrid_layer_pattern'" in note for note in notes)
 
 
 def test_bundled_specs_plan_without_the_flag():

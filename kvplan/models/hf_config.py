@@ -392,7 +392,10 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
     if period:  # Jamba: experts in every period-th layer from the offset, a dense MLP in the others
         offset = lm.integer("expert_layer_offset", 0, minimum=0)
         dense.extend(i for i in range(num_layers) if i % period != offset)
-    return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))), mlp_free)
+    # Nemotron-3 Super / Ultra (vLLM 0.33.0 model_executor/models/nemotron_h.py NemotronHMoE): with
+    # moe_latent_size the routed experts run at that width between fc1_latent_proj and fc2_latent_proj
+    latent = lm.optional_int("moe_latent_size") or 0
+    return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))), mlp_free, latent)
 
 
 def _moe_step(lm: ConfigFields) -> int:

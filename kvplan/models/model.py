@@ -31,6 +31,8 @@ class MoE:
     dense_layers: tuple[int, ...] = ()  # layers with one dense MLP in place of the experts
     # layers with neither experts nor an MLP: Nemotron-H's Mamba ('M') and attention ('*') blocks
     mlp_free_layers: tuple[int, ...] = ()
+    # the width the routed experts run in, where it is not the hidden size (Nemotron-3's latent MoE); 0: hidden
+    latent_size: int = 0
 
     def expert_layer_count(self, num_layers: int) -> int:
         """Decoder layers that hold routed experts."""

@@ -234,9 +234,15 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
         # models/minimax_m3/nvidia/model.py: its dense layers' MiniMaxM3MLP)
         size = lm.optional_int(("intermediate_size_mlp", "dense_intermediate_size")) if moe else None
         return _dense_mlp(family, hidden, size or intermediate, bias), 0
-    expert = _dense_mlp(family, hidden, moe.expert_intermediate_size, bias)
+    # A latent MoE (vLLM 0.33.0 nemotron_h.py NemotronHMoE): the router and shared experts read the hidden state,
+    # the routed experts its moe_latent_size-wide projection (fc1_latent_proj hidden -> latent, fc2_latent_proj
+    # back, each with mlp_bias)
+    width = moe.latent_size or hidden
+    expert = _dense_mlp(family, width, moe.expert_intermediate_size, bias)
     experts = moe.num_experts * expert
     router = hidden * moe.num_experts + (moe.num_experts if bias else 0)
+    if moe.latent_size:
+        router += 2 * hidden * moe.latent_size + ((moe.latent_size + hidden) if bias else 0)
     shared = (_dense_mlp(family, hidden, moe.shared_intermediate_size, bias)
               if moe.shared_intermediate_size else 0)
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
