@@ -17,6 +17,8 @@ class KvGroup:
     layer: Layer  # the spec every layer of the group shares
     slots: int  # layers per group, padding included
     real_layers: int
+    # tokens per block of this group where its page was equalised through the block size; 0: the pool's
+    tokens_per_block: int = 0
 
 
 @dataclass(eq=False)
@@ -56,7 +58,7 @@ class PoolLayout:
         return available_bytes // self.block_bytes
 
     def blocks_per_request(self, context: int, max_num_batched_tokens: int) -> int:
-        return sum(g.layer.blocks_per_request(context, self.block_size, max_num_batched_tokens)
+        return sum(g.layer.blocks_per_request(context, g.tokens_per_block or self.block_size, max_num_batched_tokens)
                    for g in self.groups)
 
     def request_bytes(self, context: int, max_num_batched_tokens: int) -> int:
@@ -137,11 +139,29 @@ class _Group:
     layer: Layer
     members: list[int]  # indices into the whole model's paged layers
     hybrid: bool  # one of several equal-page groups (else the model's only group)
+    tokens_per_block: int = 0  # where the page was equalised through the block size; 0: the pool's
+
+
+def equalised_block_sizes(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> dict[Layer, int]:
+    """vLLM's unify_kv_cache_spec_page_size (vllm 0.33.0 v1/core/kv_cache_planning.py): when attention layers of
+    different kinds have different pages (Gemma 4: sliding layers 16 KV heads x 256, full layers 4 x 512), each
+    smaller page whose size divides the largest gets its block size multiplied by the ratio, so that every page
+    is equal and the kinds can share one pool. Empty where the pages are equal, the kinds are one, or a page
+    does not divide (those keep kvplan's one-group approximation)."""
+    specs = [layer for layer in dict.fromkeys(layers) if layer.holds_kv]
+    if len({layer.kind for layer in specs}) < 2 or any(not layer.holds_kv for layer in dict.fromkeys(layers)):
+        return {}
+    pages = {layer: layer.page_bytes(block_size, kv_bytes, tp) for layer in specs}
+    largest = max(pages.values())
+    if len(set(pages.values())) < 2 or any(largest % page for page in pages.values()):
+        return {}
+    return {layer: block_size * (largest // page) for layer, page in pages.items()}
 
 
 def _global_groups(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> list[_Group]:
     counts = Counter(layers)
-    pages = {layer: layer.page_bytes(block_size, kv_bytes, tp) for layer in counts}
+    sizes = equalised_block_sizes(layers, block_size, kv_bytes, tp)
+    pages = {layer: layer.page_bytes(sizes.get(layer, block_size), kv_bytes, tp) for layer in counts}
     kinds = {layer.kind for layer in counts}
     if len(counts) == 1 or len(kinds) == 1 or len(set(pages.values())) > 1:
         # One spec; or one kind with differing sizes, a single group whose block spans every layer's page.
@@ -155,7 +175,8 @@ def _global_groups(layers: list[Layer], block_size: int, kv_bytes: int, tp: int)
     for layer in counts:
         indices = [i for i, other in enumerate(layers) if other == layer]
         num_groups = cdiv(len(indices), group_size)
-        groups.extend(_Group(layer, indices[j::num_groups], True) for j in range(num_groups))
+        groups.extend(_Group(layer, indices[j::num_groups], True, sizes.get(layer, 0) if sizes.get(layer) != block_size
+                             else 0) for j in range(num_groups))
     return groups
 
 
@@ -170,8 +191,9 @@ def _projected(groups: list[_Group], members: range, stage: list[Layer], block_s
                           tp)
     here = [sum(1 for i in group.members if i in members) for group in groups]
     slots = max(here)
-    page = groups[0].layer.page_bytes(block_size, kv_bytes, tp)
-    projected = tuple(KvGroup(group.layer, slots, real) for group, real in zip(groups, here, strict=True))
+    page = groups[0].layer.page_bytes(groups[0].tokens_per_block or block_size, kv_bytes, tp)
+    projected = tuple(KvGroup(group.layer, slots, real, group.tokens_per_block)
+                      for group, real in zip(groups, here, strict=True))
     return PoolLayout(block_size, projected, page, page * slots, sum(slots - real for real in here), kv_bytes, tp)
 
 

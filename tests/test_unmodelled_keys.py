@@ -41,9 +41,6 @@ REFUSED: dict[str, list[str]] = {
        for name in ("deepseek-ai__DeepSeek-V4-Flash", "deepseek-ai__DeepSeek-V4-Pro", "nvidia__DeepSeek-V4-Flash-NVFP4",
                     "nvidia__DeepSeek-V4-Pro-NVFP4", "sgl-project__DeepSeek-V4-Flash-FP8",
                     "sgl-project__DeepSeek-V4-Pro-FP8")},
-    **{name: ["text_config.global_head_dim", "text_config.num_global_key_value_heads", "text_config.attention_k_eq_v"]
-       + (["text_config.enable_moe_block"] if "26B" in name else [])
-       for name in ("google__gemma-4-26B-A4B", "nvidia__Gemma-4-26B-A4B-NVFP4", "nvidia__Gemma-4-31B-IT-NVFP4")},
 }
 
 

@@ -192,7 +192,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
 
     head_dim = _head_dim(lm, hidden, heads)
     kv = _kv_heads(lm, heads)
-    full = FullAttention(kv, head_dim)
+    full = _full_attention(lm, kv, head_dim)
     window = lm.optional_int(("sliding_window", "sliding_window_size"))
     sliding = SlidingWindow(kv, head_dim, window) if window else None
     state = _state_layer(lm, family, hidden)
@@ -228,6 +228,15 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         first = lm.integer("max_window_layers", minimum=0)
         return [sliding if i >= first else full for i in range(num_layers)]
     return [sliding] * num_layers
+
+
+def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
+    """Gemma 4: full-attention layers with their own KV heads and head dim (num_global_key_value_heads,
+    global_head_dim; vLLM 0.33.0 model_executor/models/gemma4.py Gemma4DecoderLayer takes head_dim and
+    num_key_value_heads from config.per_layer_config). With attention_k_eq_v those layers load K into both the K
+    and the V slot (gemma4.py _gemma4_layer_weights_mapper), so the cache still holds K and V."""
+    lm.flag("attention_k_eq_v", False)
+    return FullAttention(lm.integer("num_global_key_value_heads", kv), lm.integer("global_head_dim", head_dim))
 
 
 # The indexer of DeepSeek-V3.2's own config.json (index_n_heads 64, index_head_dim 128, index_topk 2048), for a

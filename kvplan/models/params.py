@@ -124,6 +124,8 @@ class _Mixers:
         q_width = heads * head_dim
         kv_width = kv_heads * head_dim
         total = hidden * (q_width + 2 * kv_width) + q_width * hidden
+        if lm.flag("attention_k_eq_v", False) and head_dim == lm.optional_int("global_head_dim"):
+            total -= hidden * kv_width  # Gemma 4's full layers ship k_proj only (vLLM 0.33.0 gemma4.py)
         if lm.flag("attn_output_gate", _gated_delta_net(lm)):
             # q_proj also yields a per-channel output gate; vLLM's Qwen3-Next attention reads
             # attn_output_gate with a default of true
@@ -245,6 +247,8 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
         router += 2 * hidden * moe.latent_size + ((moe.latent_size + hidden) if bias else 0)
     shared = (_dense_mlp(family, hidden, moe.shared_intermediate_size, bias)
               if moe.shared_intermediate_size else 0)
+    if lm.flag("enable_moe_block", False):  # Gemma 4 26B: a dense MLP beside the experts in every layer
+        shared += _dense_mlp(family, hidden, intermediate, bias)
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
     if lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
