@@ -30,6 +30,28 @@ class Gpu:
     bf16_tflops_dense: float | None
     fp8: bool
     compute_capability: str | None = None
+    unified_memory: bool = False  # the GPU's memory is the host's (DGX Spark's GB10): the total is shared with the CPU
+    parent: str | None = None  # a MIG slice: the catalogue id of the GPU it is cut from
+    slices: tuple[MigSlice, ...] = ()  # the MIG profiles the catalogue has a sourced in-slice memory for
+
+    @property
+    def group(self) -> str:
+        """The heading kvplan gpus lists it under."""
+        if self.parent:
+            return "MIG slices"
+        if self.unified_memory:
+            return "unified memory"
+        return {"nvidia": "NVIDIA", "amd": "AMD Instinct", "intel": "Intel Gaudi"}.get(self.vendor, self.vendor)
+
+
+@dataclass(frozen=True)
+class MigSlice:
+    """One MIG profile of a GPU: the memory the runtime reports inside the slice, and its source."""
+
+    profile: str
+    memory_bytes: int
+    memory_precision: str
+    memory_source: str
 
 
 def _normalize(name: str) -> str:
@@ -47,7 +69,10 @@ def catalogue() -> tuple[Gpu, ...]:
             memory_bytes=int(e["memory_bytes"]), memory_precision=e["memory_precision"],
             memory_source=e["memory_source"], nvml_total_mib=e.get("nvml_total_mib"),
             bandwidth_gbps=e.get("bandwidth_gbps"), bf16_tflops_dense=e.get("bf16_tflops_dense"),
-            fp8=bool(e.get("fp8")), compute_capability=e.get("compute_capability"))
+            fp8=bool(e.get("fp8")), compute_capability=e.get("compute_capability"),
+            unified_memory=bool(e.get("unified_memory")),
+            slices=tuple(MigSlice(m["profile"], int(m["memory_bytes"]), m["memory_precision"], m["memory_source"])
+                         for m in e.get("mig") or ()))
         for e in entries
     )
 
@@ -67,9 +92,39 @@ def _prefixed(key: str) -> list[Gpu]:
             if key and any(_normalize(n).startswith(key) for n in (gpu.id, gpu.name, *gpu.aliases))]
 
 
+def mig_slice(gpu: Gpu, piece: MigSlice) -> Gpu:
+    """A MIG slice as a GPU of its own: the parent's compute capability and FP8, the slice's memory. Bandwidth and
+    TFLOPS are left out: the slice has a share of them that no cited figure gives."""
+    return Gpu(id=f"{gpu.id}:{piece.profile}", name=f"{gpu.name} MIG {piece.profile}", aliases=(), vendor=gpu.vendor,
+               memory_bytes=piece.memory_bytes, memory_precision=piece.memory_precision,
+               memory_source=piece.memory_source, nvml_total_mib=None, bandwidth_gbps=None, bf16_tflops_dense=None,
+               fp8=gpu.fp8, compute_capability=gpu.compute_capability, parent=gpu.id)
+
+
+def mig_slices() -> tuple[Gpu, ...]:
+    """Every MIG slice the catalogue has, in catalogue order."""
+    return tuple(mig_slice(gpu, piece) for gpu in catalogue() for piece in gpu.slices)
+
+
+def _find_slice(name: str, otherwise: str) -> Gpu:
+    whole, _, profile = name.rpartition(":")
+    gpu = find_gpu(whole, otherwise)
+    wanted = profile.strip().lower().removeprefix("mig-").removeprefix("mig ")
+    for piece in gpu.slices:
+        if piece.profile == wanted:
+            return mig_slice(gpu, piece)
+    if not gpu.slices:
+        raise KvplanError(f"{gpu.id} has no MIG slice in the catalogue (no sourced in-slice memory)", "--gpu")
+    known = ", ".join(piece.profile for piece in gpu.slices)
+    raise KvplanError(f"{gpu.id} has no MIG profile {profile!r} in the catalogue; it has {known}", "--gpu")
+
+
 def find_gpu(name: str, otherwise: str = "") -> Gpu:
     """An exact id, name or alias; a name that only starts several entries ('a100') is refused, not guessed.
+    ID:PROFILE is a MIG slice of that GPU ('a100-80gb-sxm:1g.10gb').
     otherwise: what else the caller's command takes, for the message about an unknown name."""
+    if ":" in name:
+        return _find_slice(name, otherwise)
     key = _normalize(name)
     gpu = _index().get(key)
     if gpu is not None:

@@ -1,0 +1,74 @@
+"""Issue 20, devices: MIG slices as GPUs of their own (ID:PROFILE), DGX Spark's GB10, and kvplan gpus grouping
+them. Every figure is the catalogue's cited one, derived here by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvplan.errors import KvplanError
+from kvplan.hardware import find_gpu, mig_slices
+
+GiB = 2**30
+
+
+@pytest.mark.parametrize(("name", "gib_2dp"), [
+    # 'nvidia-smi mig -lgip' on an A100-80GB: 1g.10gb 9.50, 2g.20gb 19.50, 3g.40gb 39.25, 7g.80gb 79.00 GiB
+    ("a100-80gb-sxm:1g.10gb", 950), ("a100-80gb-sxm:2g.20gb", 1950), ("a100-80gb-sxm:3g.40gb", 3925),
+    ("a100-80gb-sxm:7g.80gb", 7900),
+    # and on an H100 80GB: 9.75, 19.62, 39.50, 79.25 GiB
+    ("h100-sxm:1g.10gb", 975), ("h100-sxm:2g.20gb", 1962), ("h100-sxm:3g.40gb", 3950), ("h100-sxm:7g.80gb", 7925),
+])
+def test_a_mig_slice_has_the_memory_inside_the_slice(name, gib_2dp):
+    gpu = find_gpu(name)
+    assert gpu.memory_bytes == gib_2dp * GiB // 100  # floored, as the catalogue does for gib_2dp figures
+    assert gpu.memory_precision == "gib_2dp" and "nvidia-smi mig -lgip" in gpu.memory_source
+    assert "mig-user-guide" in gpu.memory_source and gpu.parent == name.split(":")[0] and gpu.group == "MIG slices"
+
+
+def test_the_slice_is_found_by_alias_and_keeps_the_parents_compute():
+    gpu = find_gpu("A100-80GB:1g.10gb")
+    assert gpu.id == "a100-80gb-sxm:1g.10gb" and gpu.memory_bytes == 10_200_547_328  # 9.50 x 2^30
+    assert gpu.name == "NVIDIA A100-SXM4-80GB MIG 1g.10gb" and gpu.compute_capability == "8.0" and not gpu.fp8
+    assert find_gpu("h100:MIG-1g.10gb").fp8 and find_gpu(gpu.id).id == gpu.id  # a plan's id finds it again
+
+
+def test_an_unknown_profile_or_a_gpu_without_slices_is_one_line():
+    with pytest.raises(KvplanError) as caught:
+        find_gpu("a100-80gb-sxm:5g.50gb")
+    assert str(caught.value) == ("--gpu: a100-80gb-sxm has no MIG profile '5g.50gb' in the catalogue; it has "
+                                 "1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb")
+    with pytest.raises(KvplanError, match="rtx3090 has no MIG slice in the catalogue"):
+        find_gpu("rtx3090:1g.10gb")
+
+
+def test_estimate_on_a_slice_budgets_the_slice():
+    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
+                             "--gpu", "a100-80gb-sxm:2g.20gb", "--max-model-len", "16K", "--json"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    memory = json.loads(result.stdout)["memory"]
+    assert memory["total_bytes"] == 20_937_965_568  # 19.50 x 2^30
+    assert memory["budget_bytes"] == 19_262_928_322  # vLLM: 0.92 x 20,937,965,568 = 19,262,928,322.56, floored
+    bad = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
+                          "--gpu", "h100-sxm:9g.90gb"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no MIG profile '9g.90gb'" in bad.stderr
+
+
+def test_dgx_spark_is_unified_memory_with_its_logged_total():
+    gpu = find_gpu("DGX Spark")
+    assert gpu.id == "gb10" and gpu.unified_memory and gpu.group == "unified memory"
+    assert gpu.memory_bytes == 11963 * GiB // 100  # 'GPU 0 has a total capacity of 119.63 GiB' on a DGX Spark
+    assert "119.63 GiB" in gpu.memory_source and gpu.compute_capability == "12.1"
+
+
+def test_kvplan_gpus_groups_whole_gpus_unified_memory_and_slices():
+    from kvplan.cli.gpus import grouped
+
+    groups = list(dict.fromkeys(g.group for g in grouped()))
+    assert groups == ["NVIDIA", "AMD Instinct", "Intel Gaudi", "unified memory", "MIG slices"]
+    assert [g.id for g in grouped() if g.parent] == [g.id for g in mig_slices()]
+    assert len(mig_slices()) == 14  # 7 sourced profiles each of the A100-80GB and the H100 80GB
