@@ -19,9 +19,12 @@ class Buffer:
     block_size: int
     kv_bytes: int
     tp: int
+    # each view's tokens per block where its page was equalised through the block size (capacity's KvGroup)
+    view_block_sizes: tuple[int, ...] = ()
 
     def tensors(self, group: int) -> tuple[PageTensor, ...]:
-        return self.views[group].page_tensors(self.block_size, self.kv_bytes, self.tp)
+        own = self.view_block_sizes[group] if group < len(self.view_block_sizes) else 0
+        return self.views[group].page_tensors(own or self.block_size, self.kv_bytes, self.tp)
 
     @property
     def page_bytes(self) -> int:
@@ -61,4 +64,6 @@ def pool_shape(layout: PoolLayout, stage_layers: list[Layer]) -> PoolShape:
         return PoolShape(tuple(buffer((layer,)) for layer in paged), 1, layout.block_size)
     slots = layout.block_bytes // layout.page_bytes
     views = tuple(group.layer for group in layout.groups)
-    return PoolShape(tuple(buffer(views) for _ in range(slots)), len(views), layout.block_size)
+    sizes = tuple(group.tokens_per_block for group in layout.groups)
+    return PoolShape(tuple(Buffer(views, layout.block_size, layout.kv_bytes, layout.tp, sizes) for _ in range(slots)),
+                     len(views), layout.block_size)

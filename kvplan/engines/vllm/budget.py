@@ -219,7 +219,6 @@ def rope_cache_bytes(target: PlanInput) -> int:
 class Vllm(PoolRules):
     name = "vllm"
     label = "vLLM"
-    versioned = True
     kv_log = "GPU KV cache size"
     flat_pool = False
 

@@ -17,5 +17,4 @@ DIALECT = Dialect(
     own_knobs=frozenset({"entrypoint", "mamba_ssm_cache_dtype", "enable_expert_parallel", "enable_eplb",
                          "eplb_config", "optimization_level", "num_gpu_blocks_override"}),
     raises_utilization=True,
-    versioned=True,
 )
