@@ -10,6 +10,7 @@ from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
+from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.releases import (
     LATEST,
@@ -255,13 +256,16 @@ class Vllm(PoolRules):
         spec, dep, gpu = target.spec, target.deployment, target.gpu
         era = era_of(settings.version or LATEST)
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
+        lora = lora_slots(spec, dep, common.model_dtype(spec, dep, gpu)[0])
         if dep.weights_memory_bytes is None:
-            weights_bytes += rope_cache_bytes(target)
+            weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
                                settings.max_num_batched_tokens or settings.max_model_len)
+        if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
+            act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
         non_torch = era.non_torch(tp, pp)
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
@@ -270,6 +274,8 @@ class Vllm(PoolRules):
             piecewise, full = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
                                                common.speculative_tokens(dep), spec.architecture)
             sizes = (piecewise, full if captures_full_graphs(spec, dep) else 0)
+            if lora:  # each size and mode captured once per LoRA case
+                sizes = (sizes[0] * lora.graph_cases, sizes[1] * lora.graph_cases)
             graphs = cuda_graph_bytes(decoder_layers, sizes)
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
@@ -287,6 +293,9 @@ class Vllm(PoolRules):
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
         spec, dep = target.spec, target.deployment
+        lora = lora_slots(spec, dep, common.model_dtype(spec, dep, target.gpu)[0])
+        if lora:
+            notes.append(lora.note(spec.num_layers // dep.pipeline_parallel_size))
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
                 and any(layer.latent_cache for layer in spec.layers)):
             notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "

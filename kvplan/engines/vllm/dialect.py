@@ -15,6 +15,8 @@ DIALECT = Dialect(
     positional_model=True,
     flag_file=True,
     own_knobs=frozenset({"entrypoint", "mamba_ssm_cache_dtype", "enable_expert_parallel", "enable_eplb",
-                         "eplb_config", "optimization_level", "num_gpu_blocks_override"}),
+                         "eplb_config", "optimization_level", "num_gpu_blocks_override",
+                         "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras", "lora_dtype",
+                         "fully_sharded_loras", "lora_target_modules", "specialize_active_lora"}),
     raises_utilization=True,
 )

@@ -287,7 +287,6 @@ INERT: dict[str, str] = {
     "mm-tensor-ipc": "value",
     "mm-device-do-normalize": "bool+no",
     # LoRAConfig
-    "max-cpu-loras": "value",
     "default-mm-loras": "value",
     # LoggingConfig
     "logging-config": "value",
@@ -423,17 +422,11 @@ NOTED: dict[str, tuple[str, str]] = {
     "video-pruning-rate": ("value", "prunes video tokens: smaller encoder cache and profiling"),
     "mm-processor-device": ("value", "running the processor on the GPU uses GPU memory outside the budget"),
     "mm-ipc-gpu-memory-gb": ("value", "GPU memory set aside for multimodal tensor IPC"),
-    # LoRAConfig
-    "enable-lora": ("bool+no", "LoRA slots: adapter weights and kernels reserve GPU memory"),
+    # LoRAConfig: --enable-lora, --max-loras, --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras,
+    # --lora-target-modules and --specialize-active-lora are modelled (Deployment knobs; engines/vllm/lora.py)
     "disable-lora": ("bool", "inverse of --enable-lora, which see"),
-    "max-loras": ("value", "number of LoRA slots held on the GPU"),
-    "max-lora-rank": ("value", "size of each LoRA slot"),
-    "lora-dtype": ("value", "dtype of the LoRA slots"),
     "enable-tower-connector-lora": ("bool+no", "LoRA slots for the vision tower and connector too"),
     "disable-tower-connector-lora": ("bool", "inverse of --enable-tower-connector-lora, which see"),
-    "fully-sharded-loras": ("bool+no", "shards LoRA slots over TP ranks"),
-    "lora-target-modules": ("list", "restricts which modules get LoRA slots"),
-    "specialize-active-lora": ("bool+no", "extra CUDA graphs per active-LoRA count"),
     "enable-mixed-moe-lora-format": ("bool+no", "universal MoE LoRA wrapper: slot layout changes"),
     "disable-mixed-moe-lora-format": ("bool", "inverse of --enable-mixed-moe-lora-format, which see"),
     "enable-moe-shared-loras": ("bool+no", "shared-outer MoE LoRA layout (smaller expert slots)"),
