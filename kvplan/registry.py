@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from kvplan.deployment.dialect import Dialect
     from kvplan.engines.base import Engine
     from kvplan.engines.log_lines import LogLines
+    from kvplan.engines.releases import Releases
 
 DEFAULT = "vllm"  # the engine a deployment that names none is planned for
 # --engine name -> the package holding that engine's folder. Adding an engine is one line here.
@@ -58,6 +59,15 @@ def log_lines(name: str) -> LogLines | None:
     if name in _PACKAGES and find_spec(f"{_PACKAGES[name]}.log_lines") is None:
         return None
     return _part(name, "log_lines", "LOG_LINES")
+
+
+def releases(name: str) -> Releases | None:
+    """The releases of the engine kvplan covers; None for an engine without releases (the textbook one)."""
+    from importlib.util import find_spec
+
+    if name in _PACKAGES and find_spec(f"{_PACKAGES[name]}.releases") is None:
+        return None
+    return _part(name, "releases", "RELEASES")
 
 
 def label(name: str) -> str:

@@ -202,9 +202,8 @@ def command_item(source: Source, name: str, container: Container, settings: Sett
     engine = split_launcher(list(launch.words), name)[1].engine or registry.DEFAULT
     pinned = settings.knobs.get("engine_version", (None, ""))[0]
     pinned = str(pinned) if pinned is not None else (container.image.version if container.image else None)
-    # a pinned release decides which removed flags the engine still takes; only a versioned engine's accounting
-    # changes by release (its engine_version knob)
-    version = pinned if registry.dialect(engine).versioned else None
+    # a pinned release decides which removed flags the engine still takes, and the engine's accounting by release
+    version = pinned if registry.releases(engine) is not None else None
     lines = _word_lines(launch, engine)
     lines.update(container.extra_lines)
     for key, line in (("image", container.image_line), ("gpu_count", container.gpu_count_line),

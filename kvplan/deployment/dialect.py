@@ -84,7 +84,6 @@ class Dialect:
     own_knobs: frozenset[str] = frozenset()  # the engine-only knobs (Knob.engine_only) this engine has
     env_prefix: str | None = None  # its environment variables' prefix (VLLM_): a note names those not modelled
     raises_utilization: bool = False  # utilization is a share of the whole GPU: raising it is a lever
-    versioned: bool = False  # its accounting changes by release (--engine-version)
     # the launch words as the engine itself reads them before its flags mean anything (SGLang: --dp N with
     # --enable-dp-attention is attention DP inside TP); applied by every front door that reads a launch line
     reads_words: Callable[[list[str]], list[str]] | None = None

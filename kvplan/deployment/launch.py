@@ -29,6 +29,7 @@ class EngineCommand:
     engine: str | None
     launcher: str
     args: list[str]
+    release: str | None = None  # the engine release a pinned container image runs
 
 
 # Shell words that end the command (pipes, lists, background, redirections) or run it inside another program.
@@ -66,18 +67,27 @@ def _command_part(tokens: list[str]) -> list[str]:
     return tokens
 
 
-def _docker_args(rest: list[str]) -> list[str] | None:
-    """`docker run ... IMAGE[:tag] ARGS` for an image whose entry point is an engine's server."""
+def _docker_args(rest: list[str]) -> tuple[list[str], str | None] | None:
+    """`docker run ... IMAGE[:tag] ARGS` for an image whose entry point is an engine's server: the command the
+    container runs, and the release its tag pins where the image's tags are the engine's releases."""
     if os.path.basename(rest[0]) not in ("docker", "podman") or rest[1:2] != ["run"]:
         return None
     for index, token in enumerate(rest[2:], start=2):
         dialect = image_dialect(token.split("@")[0]) if not token.startswith("-") else None
         if dialect is not None:
             args = rest[index + 1:]
+            release = image_release(token) if dialect.image_tags_are_releases else None
             if args[:1] and not args[0].startswith("-"):
-                return args  # the container runs its own command (vllm serve ..., python -m ...)
-            return ["python", "-m", dialect.modules[0], *args]
+                return args, release  # the container runs its own command (vllm serve ..., python -m ...)
+            return ["python", "-m", dialect.modules[0], *args], release
     return None
+
+
+def image_release(reference: str) -> str | None:
+    """The release an image tag names (vllm/vllm-openai:v0.20.0 -> 0.20.0); None for latest, nightly or none."""
+    last = reference.split("@", 1)[0].rsplit("/", 1)[-1]
+    match = re.match(r"^v?(\d+\.\d+(?:\.\d+)?)", last.split(":", 1)[1]) if ":" in last else None
+    return match.group(1) if match else None
 
 
 def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], EngineCommand]:
@@ -102,7 +112,8 @@ def split_launcher(tokens: list[str], where: str) -> tuple[dict[str, str], Engin
     rest = tokens[index:]
     docker = _docker_args(rest) if len(rest) > 1 else None
     if docker is not None:
-        inner_env, launch = split_launcher(docker, where)
+        inner_env, launch = split_launcher(docker[0], where)
+        launch.release = docker[1]
         return env | inner_env, launch
     if not rest or rest[0].startswith("-"):
         return env, EngineCommand(None, "flags", rest)
@@ -155,6 +166,9 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
     draft = Draft(door=FLAGS_DOOR)
     if launch.engine is not None:
         draft.set("engine", launch.engine, f"{where}: {launch.launcher}")
+    if launch.release is not None and version is None:
+        version = launch.release
+        draft.set("engine_version", launch.release, f"{where}: image tag {launch.release}")
     _read_environment(draft, env)
     positional = launch.engine is not None and registry.dialect(launch.engine).positional_model
     reads_words = registry.dialect(chosen).reads_words if chosen in registry.names() else None

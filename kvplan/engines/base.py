@@ -42,7 +42,6 @@ class Engine(Protocol):
     label: str  # how the engine names itself in messages
     kv_log: str  # the log line whose token count Capacity.tokens reproduces
     flat_pool: bool  # one pool in which every layer caches every token (no sliding-window savings)
-    versioned: bool  # its accounting changes by version (--vllm-version)
 
     def settings(self, target: PlanInput) -> EngineSettings: ...
 
@@ -107,15 +106,25 @@ def pool_rules(engine: Engine) -> PoolRules:
 def plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.deployment.rules import check
 
-    if target.deployment.engine_version is not None and not engine.versioned:
-        raise KvplanError(f"an engine version applies to vLLM only, not {engine.label}",
-                          target.deployment.where("engine_version"))
+    _check_release(engine, target.deployment)
     notes = check(target.deployment, target.spec, target.gpu)
     if notes:
         target = replace(target, notes=(*target.notes, *notes))
     if target.deployment.max_model_len == AUTO:
         return _auto_length(engine, target)
     return _plan(engine, target)
+
+
+def _check_release(engine: Engine, dep: Deployment) -> None:
+    """An engine version is one of the engine's releases that kvplan covers."""
+    from kvplan import registry
+
+    if dep.engine_version is None:
+        return
+    releases = registry.releases(engine.name)
+    if releases is None:
+        raise KvplanError(f"{engine.label} has no releases; an engine version does not apply", dep.where("engine_version"))
+    releases.checked(dep.engine_version, dep.where("engine_version"))
 
 
 def _auto_length(engine: Engine, target: PlanInput) -> Plan:

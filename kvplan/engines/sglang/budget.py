@@ -24,6 +24,7 @@ from __future__ import annotations
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
+from kvplan.engines.sglang.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -179,7 +180,6 @@ def layer_state_bytes(layer: Layer, served: int, ranks: int) -> int:
 class Sglang(PoolRules):
     name = "sglang"
     label = "SGLang"
-    versioned = False
     kv_log = "KV Cache is allocated. #tokens: N"
     flat_pool = True
 
@@ -206,7 +206,7 @@ class Sglang(PoolRules):
         return EngineSettings(
             # DeepSeek sparse attention: server_args "Setting page size to 64 for DeepSeek DSA" (CUDA), whatever
             # --page-size says
-            "sglang", self.label, self.kv_log, dep.engine_version, fraction,
+            "sglang", self.label, self.kv_log, dep.engine_version or RELEASES.newest, fraction,
             common.kernel_block_size(target.spec) or dep.block_size or 1,
             common.check_max_model_len(target.spec, dep), dep.max_num_seqs, chunked,
             utilization_knob="mem_fraction_static", length_knob="context_length",

@@ -15,7 +15,6 @@ DEFAULT_BLOCK = 16
 class Simple:
     name = "simple"
     label = "The engine"
-    versioned = False
     kv_log = "KV cache tokens"
     flat_pool = False
 

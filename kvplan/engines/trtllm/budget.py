@@ -32,6 +32,7 @@ from typing import Protocol
 from kvplan.capacity import pool_layout
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput
+from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.models.families import family_of
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
@@ -229,14 +230,14 @@ def backend(target: PlanInput) -> Backend:
 class TensorRtLlm:
     name = "trtllm"
     label = "TensorRT-LLM"
-    versioned = False
     kv_log = "Allocated ... GiB for max tokens in paged KV cache (N)"
     flat_pool = True
 
     def settings(self, target: PlanInput) -> EngineSettings:
         dep = target.deployment
         return EngineSettings(
-            "trtllm", self.label, self.kv_log, dep.engine_version, dep.gpu_memory_utilization or FREE_FRACTION,
+            "trtllm", self.label, self.kv_log, dep.engine_version or RELEASES.newest,
+            dep.gpu_memory_utilization or FREE_FRACTION,
             dep.block_size or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
             dep.max_num_seqs or MAX_BATCH_SIZE, dep.max_num_batched_tokens or MAX_NUM_TOKENS,
             utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len")

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.engines.releases import Change, Releases
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
 
-LATEST = "0.29.0"
+# The releases on PyPI whose accounting kvplan models, from the first its calibration logs reach (0.6.4, the V0
+# era) to the newest when this table was last extended (benchmarks/releases.py lists newer ones).
+COVERED = (
+    "0.6.0", "0.6.1", "0.6.2", "0.6.3", "0.6.4", "0.6.5", "0.6.6", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.8.0",
+    "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.2", "0.11.0",
+    "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1",
+    "0.18.0", "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
+    "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
+    "0.33.0",
+)
+LATEST = COVERED[-1]
 # Recurrent-state (Mamba / linear attention) layers in the v1 block pool, with the attention block raised to the
 # state page (model_executor/models/config.py HybridAttentionMambaModelConfig): from v0.10. Before, V0 kept the
 # states in a cache of their own.
@@ -112,3 +123,18 @@ def era_of(version: str, where: str = "--vllm-version") -> Era:
         if wanted >= first:
             chosen = era
     return chosen
+
+
+RELEASES = Releases("vLLM", COVERED, changes=(
+    Change((0, 8), "V1 engine: chunked prefill at max_num_batched_tokens, the sampler's peak (era 'V1, v0.8-v0.16')"),
+    Change(PAGED_STATES_FROM, "recurrent states paged in the block pool (HybridAttentionMambaModelConfig)"),
+    Change(SPARSE_FP8_DEFAULT_IN, "DeepSeek sparse attention turns kv_cache_dtype auto into fp8_ds_mla (PR #25988)"),
+    Change((0, 17), "non-torch memory 2.1 GiB at TP > 1, MLP-width activation (llm-d-planner's v0.19 sweep)"),
+    Change(MLA_BLOCK_FROM_BACKEND, "MLA block size follows the attention backend (vllm#35122)"),
+    Change(PREFIX_CACHED_STATES_FROM, "prefix-cached Mamba / GDN states hold one more block; logged tokens are "
+                                      "concurrency x max_model_len (engine-calibration Y04)"),
+    Change((0, 21), "the CUDA-graph estimate comes out of the budget; utilization 0.92 (gpu_worker.py)"),
+    Change((0, 9), "the 1,024-sequence batch defaults chosen by memory (>= 70 GiB), A100s left out (PR #17885)"),
+    Change((0, 28), "a batch tier of 16,384 tokens on >= 160 GiB devices (PR #51726)"),
+))
+
