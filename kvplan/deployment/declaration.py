@@ -122,6 +122,9 @@ class Deployment:
                                            engine_only=True)
     specialize_active_lora: bool = knob("bool", "vLLM: CUDA graphs captured for each power of two of active LoRAs.",
                                         False, engine_only=True)
+    cpu_offload_gb: float | None = knob("float", "vLLM: GiB of weights per GPU moved to pinned CPU memory (whole "
+                                        "parameters of the first decoder layers, until the amount is reached).",
+                                        minimum=0, maximum=2**20, default_rule="0: none", engine_only=True)
     max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
                                         maximum=2**40, engine_only=True)
     max_mamba_cache_size: int | None = knob("int", "SGLang: Mamba / linear-attention state slots (the states then "

@@ -12,6 +12,7 @@ from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
+from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
@@ -257,8 +258,10 @@ class Vllm(PoolRules):
         era = era_of(settings.version or LATEST)
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
         lora = lora_slots(spec, dep, common.model_dtype(spec, dep, gpu)[0])
+        moved = offloaded(spec, dep, decoder_layers, dtype_bytes(common.model_dtype(spec, dep, gpu)[0]))
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
+            weights_bytes -= moved.moved_bytes if moved else 0
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -296,6 +299,10 @@ class Vllm(PoolRules):
         lora = lora_slots(spec, dep, common.model_dtype(spec, dep, target.gpu)[0])
         if lora:
             notes.append(lora.note(spec.num_layers // dep.pipeline_parallel_size))
+        moved = offloaded(spec, dep, spec.num_layers // dep.pipeline_parallel_size,
+                          dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
+        if moved:
+            notes.append(moved.note(dep.gpu_count))
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
                 and any(layer.latent_cache for layer in spec.layers)):
             notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "

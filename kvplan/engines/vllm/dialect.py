@@ -17,6 +17,7 @@ DIALECT = Dialect(
     own_knobs=frozenset({"entrypoint", "mamba_ssm_cache_dtype", "enable_expert_parallel", "enable_eplb",
                          "eplb_config", "optimization_level", "num_gpu_blocks_override",
                          "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras", "lora_dtype",
-                         "fully_sharded_loras", "lora_target_modules", "specialize_active_lora"}),
+                         "fully_sharded_loras", "lora_target_modules", "specialize_active_lora",
+                         "cpu_offload_gb"}),
     raises_utilization=True,
 )

@@ -405,7 +405,7 @@ NOTED: dict[str, tuple[str, str]] = {
     "kv-offloading-backend": ("value", "backend of the CPU KV offload"),
     # OffloadConfig
     "offload-backend": ("value", "weight offloading backend"),
-    "cpu-offload-gb": ("value", "GiB of weights per GPU kept in CPU memory: fewer weight bytes on the GPU"),
+    # --cpu-offload-gb is modelled (a Deployment knob; engines/vllm/offload.py)
     "cpu-offload-params": ("list", "which parameters the CPU offload may move"),
     "offload-group-size": ("value", "layer-group weight offloading (fewer resident weights)"),
     "offload-num-in-group": ("value", "layers offloaded per group"),
