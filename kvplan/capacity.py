@@ -32,6 +32,9 @@ class PoolLayout:
     padding_layers: int
     kv_bytes: int
     tp: int
+    # one group whose block spans layers of different page sizes (a draft model's layers beside the target's):
+    # each spec with its layer count, in the stage's order
+    mixed: tuple[tuple[Layer, int], ...] = ()
 
     @property
     def num_groups(self) -> int:
@@ -187,8 +190,9 @@ def _projected(groups: list[_Group], members: range, stage: list[Layer], block_s
     if not groups[0].hybrid:
         pages = [layer.page_bytes(block_size, kv_bytes, tp) for layer in stage]
         n = len(stage)
+        mixed = tuple(Counter(stage).items()) if len(set(stage)) > 1 else ()
         return PoolLayout(block_size, (KvGroup(groups[0].layer, n, n),), sum(pages) // n, sum(pages), 0, kv_bytes,
-                          tp)
+                          tp, mixed)
     here = [sum(1 for i in group.members if i in members) for group in groups]
     slots = max(here)
     page = groups[0].layer.page_bytes(groups[0].tokens_per_block or block_size, kv_bytes, tp)

@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 from kvplan.deployment import Deployment
 from kvplan.engines import plan_deployment
 from kvplan.errors import KvplanError
-from kvplan.models.model import ModelSpec
+from kvplan.models.model import ModelSpec, Quantization
 from kvplan.plan import GpuChoice, Plan
+from kvplan.units import MiB
 
 
 @dataclass(eq=False)
@@ -54,6 +55,22 @@ def _smallest_tp_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, dra
     return (best, False) if best else None
 
 
+def _kv_size_that_fits(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan,
+                       draft: ModelSpec | None) -> Candidate | None:
+    """A given KV cache size the GPU cannot hold beside the weights: the size the engine would profile itself
+    (the same deployment without it), in whole MiB, as the smaller size to give."""
+    given = dep.kv_cache_memory_bytes
+    memory = base.memory
+    if given is None or not memory.total_bytes or memory.weights_bytes + memory.kv_cache_bytes <= memory.total_bytes:
+        return None
+    profiled = _try(spec, replace(dep, kv_cache_memory_bytes=None), gpu, draft)
+    if profiled is None or profiled.memory.kv_cache_bytes <= 0:
+        return None
+    size = min(profiled.memory.kv_cache_bytes, given) // MiB * MiB
+    return (f"kv_cache_memory_bytes {size}", flag("kv_cache_memory_bytes", dep.engine, size),
+            replace(dep, kv_cache_memory_bytes=size), gpu, None)
+
+
 def flag(name: str, engine: str, value: object) -> str:
     """A knob as the engine's own command line spells it (--context-length on SGLang, --max_seq_len on
     trtllm-serve), so that a lever can be pasted."""
@@ -72,7 +89,10 @@ def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: 
         candidates.append(("fp8 KV cache", flag("kv_cache_dtype", engine, "fp8"), replace(dep, kv_cache_dtype="fp8"),
                            gpu, None))
     longest = base.capacity.max_model_len_that_fits
-    if not base.capacity.fits and longest >= base.engine.block_size:
+    kv_size = _kv_size_that_fits(spec, dep, gpu, base, draft)
+    if kv_size is not None:
+        candidates.append(kv_size)
+    if not base.capacity.fits and base.engine.block_size <= longest < base.engine.max_model_len:
         length = longest // base.engine.block_size * base.engine.block_size
         candidates.append((f"max_model_len {length}", flag("max_model_len", engine, length),
                            replace(dep, max_model_len=length), gpu, None))
@@ -86,10 +106,11 @@ def levers(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, base: Plan, draft: 
     if not quantized and gpu.fp8:
         candidates.append(("fp8 weights (online, or an FP8 checkpoint)", flag("quantization", engine, "fp8"),
                            replace(dep, quantization="fp8"), gpu, None))
-    if not quantized:
+    if not quantized:  # planned as that checkpoint: --quantization awq on this 16-bit one is refused
+        awq_dep = replace(dep, quantization="awq")
         candidates.append(("a 4-bit AWQ/GPTQ checkpoint",
-                           flag("quantization", engine, "awq") + " (with a 4-bit checkpoint)",
-                           replace(dep, quantization="awq"), gpu, None))
+                           flag("quantization", engine, "awq") + " (with a 4-bit checkpoint)", awq_dep, gpu,
+                           _try(replace(spec, quantization=Quantization("awq", 4, 128)), awq_dep, gpu, draft)))
     # TP alone; if that never serves max_model_len, TP with FP8 weights; if neither does, the TP that gets furthest
     plain = _smallest_tp_that_fits(spec, dep, gpu, draft, "")
     if (plain is None or not plain[1]) and not quantized and gpu.fp8:

@@ -125,7 +125,7 @@ def test_lookup_order_local_path_then_user_then_bundled_then_hub(user_spec_dir, 
         user_config = tmp_path / "user-config.json"
         user_config.write_text(config_with(14))
         imported = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "models", "import", str(user_config), "--id",
-                                   "Qwen/Qwen2.5-7B"], capture_output=True, text=True, timeout=60, env=env)
+                                   "Qwen/Qwen2.5-7B", "--force"], capture_output=True, text=True, timeout=60, env=env)
         assert imported.returncode == 0, imported.stderr
         assert layers_and_kind(elsewhere) == (14, "user")
         local = elsewhere / "Qwen" / "Qwen2.5-7B"

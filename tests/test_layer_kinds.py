@@ -143,11 +143,12 @@ def test_render_formula_comes_from_the_kind():
     assert formula(plan) == ("block bytes = 27 layers x 576 latent x 16 tokens x 2 B = 497,664 B "
                              "(MLA: no K/V factor, whole on every rank)")
     # One kind of differing sizes is one group whose block spans every page (2 x 65,536 + 2 x 32,768 = 196,608 B):
-    # no single spec's product describes it, so render shows the group line.
+    # no single spec's product describes it, so render sums each spec's own product (issue 19: a draft's line).
     mixed = pool_layout([FULL, FULL, FullAttention(4, 128), FullAttention(4, 128)], 16, 2, 1)
     assert mixed.num_groups == 1 and mixed.block_bytes == 196_608 and not mixed.single_spec
     text = formula(replace(plan, layout=mixed, tensor_parallel=1))
-    assert text.startswith("1 KV groups of 4 layer slots") and text.endswith("block bytes = page x 4 = 196,608 B")
+    assert text == ("block bytes = (2 x 2 layers x 8 KV heads x 128 head dim x 16 tokens x 2 B = 131,072 B) + "
+                    "(2 x 2 layers x 4 KV heads x 128 head dim x 16 tokens x 2 B = 65,536 B) = 196,608 B")
 
 
 @pytest.mark.parametrize("layer, block, kv_bytes, tp, expected", [

@@ -232,6 +232,11 @@ def test_every_option_gives_the_same_numbers_through_estimate(capsys, args, knob
     shown = sizing.options[:10] + sizing.best_per_gpu
     assert shown
     for option in shown:
+        if option.weights.checkpoint and knobs.get("engine", "vllm") == "vllm":
+            # another checkpoint loads in the model's place: the line names it and leaves --quantization to it
+            # (vLLM refuses --quantization awq on the 16-bit checkpoint: Cannot find the config file for awq)
+            assert "--quantization" not in option.command() and "-checkpoint-of-" in option.command()
+            continue
         plan = estimate_back(capsys, option.gpu.id, option.command(), sizing, knobs.get("engine_version"))
         assert plan["capacity"]["tokens"] == option.kv_tokens
         assert plan["parallel"] == {"tensor": option.split.tensor, "pipeline": option.split.pipeline,

@@ -60,7 +60,9 @@ def test_user_spec_overrides_the_bundled_one(user_spec_dir, tmp_path):
     config = fixture_dict("Qwen__Qwen2.5-7B.json")
     config["num_hidden_layers"] = 14
     source = write_json(tmp_path / "half" / "config.json", config)
-    result = kvplan("models", "import", str(source), "--id", "Qwen/Qwen2.5-7B")
+    refused = kvplan("models", "import", str(source), "--id", "Qwen/Qwen2.5-7B")  # never silently (issue 19)
+    assert refused.returncode == 2 and "is a bundled spec's id" in refused.stderr
+    result = kvplan("models", "import", str(source), "--id", "Qwen/Qwen2.5-7B", "--force")
     assert result.returncode == 0, result.stderr
     shown = kvplan_json("models", "show", "Qwen/Qwen2.5-7B", "--json")
     assert shown["num_layers"] == 14 and shown["kv_bytes_per_token_16bit"] == 14 * 2 * 4 * 128 * 2  # 28,672

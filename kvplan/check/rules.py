@@ -55,6 +55,30 @@ class Rule:
     def evaluate(self, ctx: Context) -> list[Outcome]:
         raise NotImplementedError
 
+    def hint_for(self, engine: str) -> str:
+        """The fix hint in the engine's own words: a knob the engine spells otherwise is named as its command
+        line spells it (SGLang's --context-length for max_model_len), asked of the engine's dialect."""
+        return engine_words(self.hint, engine)
+
+
+def engine_words(text: str, engine: str) -> str:
+    import re
+
+    from kvplan import registry
+    from kvplan.deployment.declaration import BY_NAME
+
+    if engine not in registry.names():
+        return text
+    dialect, knobs = registry.dialect(engine), BY_NAME()
+
+    def spelled(match: re.Match[str]) -> str:
+        knob = knobs[match.group(0)]
+        own = dialect.flag_for(knob)
+        return match.group(0) if own == "--" + knob.name.replace("_", "-") else own
+
+    names = sorted((name for name in knobs if "_" in name and name in text), key=len, reverse=True)
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", spelled, text) if names else text
+
 
 class StageRule(Rule):
     """Fails with what building the deployment raised under this rule; passes once its stage ran."""

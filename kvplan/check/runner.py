@@ -261,7 +261,7 @@ def judge(ctx: Context, rules: tuple[Rule, ...], path: str) -> list[Finding]:
             # an error located as "NAME: key" repeats the deployment the finding already names
             message = outcome.message.removeprefix(f"{ctx.item.name}: ")
             if outcome.status in ("fail", "warn") and rule.hint:
-                message = f"{message} (fix: {rule.hint})"
+                message = f"{message} (fix: {rule.hint_for(ctx.item.engine)})"
             findings.append(Finding(path, ctx.name, rule.id, outcome.status, message, ctx.item.line_of(outcome.key)))
     return findings
 

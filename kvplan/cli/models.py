@@ -160,10 +160,16 @@ def import_spec(
     target = target_dir / sources.spec_file_name(name)
     if target.exists() and not force:
         raise KvplanError("a user spec with this id exists; pass --force to replace it", str(target))
+    bundled = next((f for f in sources.spec_files() if f.id.lower() == name.lower() and
+                    (f.kind == "bundled" or f.overrides)), None)
+    if bundled is not None and not force:
+        raise KvplanError(f"{name} is a bundled spec's id: a user spec under it would be used in its place "
+                          "everywhere; pass --id another name, or --force to override the bundled spec",
+                          "--id" if model_id else str(config_path))
     target_dir.mkdir(parents=True, exist_ok=True)
     text = sources.dump_document(name, trimmed(data, accessed), meta)
     handle, temp = tempfile.mkstemp(dir=target_dir, suffix=".tmp")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(text)
     os.replace(temp, target)
-    console().print(f"wrote {target}")
+    console().print(f"wrote {target}" + (" (overrides the bundled spec of this id)" if bundled else ""))

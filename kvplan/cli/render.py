@@ -61,6 +61,9 @@ def formula(plan: Plan) -> str:
     if layout.single_spec:
         group = layout.groups[0]
         return f"block bytes = {group.layer.block_formula(group.real_layers, plan.tensor_parallel, bs, kvb)}"
+    if len(layout.groups) == 1 and layout.mixed:  # layers of different pages in one block: each spec's own sum
+        terms = [f"({layer.block_formula(count, plan.tensor_parallel, bs, kvb)})" for layer, count in layout.mixed]
+        return f"block bytes = {' + '.join(terms)} = {layout.block_bytes:,} B"
     kinds = ", ".join(f"{g.real_layers}x {g.layer.describe()}" for g in layout.groups)
     return (f"{layout.num_groups} KV groups of {layout.groups[0].slots} layer slots ({kinds}); page = {bs} tokens x "
             f"{layout.page_bytes // bs:,} B = {layout.page_bytes:,} B per layer; block bytes = page x "
@@ -88,7 +91,8 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> str:
     cap, eng = plan.capacity, plan.engine
     version = f" {eng.version}" if eng.version else ""
     title = (f"{plan.model.id} on {plan.gpu.count}x {plan.gpu.name} · {eng.name}{version} · "
-             f"TP {plan.tensor_parallel} PP {plan.pipeline_parallel}")
+             f"TP {plan.tensor_parallel} PP {plan.pipeline_parallel}"
+             f"{f' DP {plan.data_parallel}' if plan.data_parallel > 1 else ''}")
     box = Box()
     memory_bar(plan, box)
     box.blank()
@@ -102,7 +106,8 @@ def render_plan(plan: Plan, levers: Sequence[Lever] = ()) -> str:
         ("concurrency", [Span(f"{cap.max_concurrency:.2f}x", "bold"),
                          Span(f" at {eng.max_model_len:,} tokens per request ({cap.blocks_per_request:,} blocks "
                               "each)")]),
-        ("longest fit", [Span(f"{cap.max_model_len_that_fits:,} tokens for one request")]),
+        ("longest fit", [Span(f"{cap.max_model_len_that_fits:,} tokens for one request" if cap.max_model_len_that_fits
+                              else "none: no request fits")]),
     ])
     box.blank()
     box.table("requests at once by context", ["context", "requests", "KV-limited"],

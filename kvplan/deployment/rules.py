@@ -27,11 +27,17 @@ COMPATIBLE_OVERRIDES = {"awq": ("awq_marlin", "marlin", "moe_wna16"), "gptq": ("
                                                                             "gptq_marlin_24", "moe_wna16"),
                         "fp8": ("fbgemm_fp8",), "compressed-tensors": (), "modelopt": ("modelopt_fp4",)}
 
+# --quantization methods whose settings come from the checkpoint (AutoAWQConfig, GPTQConfig and their Marlin
+# kernels: get_config_filenames quantize_config.json / quant_config.json); fp8 and the other online methods
+# quantize a full-precision checkpoint themselves.
+CHECKPOINT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "gptq_marlin_24", "gptq_bitblas")
+
 
 def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> list[str]:
     """Refuses what the engine refuses; returns notes on what it accepts but kvplan does not read."""
     _parallel(dep, spec)
     _quantization(dep, spec)
+    _fp8_capability(dep, gpu)
     _dtype(dep, gpu)
     return _speculative(dep)
 
@@ -60,8 +66,17 @@ def _parallel(dep: Deployment, spec: ModelSpec) -> None:
 
 
 def _quantization(dep: Deployment, spec: ModelSpec) -> None:
-    """vLLM ModelConfig._verify_quantization: a --quantization that contradicts the checkpoint is refused."""
-    if dep.quantization is None or spec.quantization is None:
+    """vLLM ModelConfig._verify_quantization: a --quantization that contradicts the checkpoint is refused; one
+    that reads its settings from the checkpoint refuses a checkpoint that has none (vLLM 0.33
+    weight_utils.get_quant_config: no quantization_config in config.json and no quantize_config.json)."""
+    if dep.quantization is None:
+        return
+    if spec.quantization is None and dep.quantization.lower() in CHECKPOINT_METHODS:
+        raise KvplanError(f"Cannot find the config file for {dep.quantization.lower()}: the checkpoint is not "
+                          "quantized (its config.json has no quantization_config); serve a checkpoint quantized "
+                          "with it, or leave --quantization out",
+                          dep.where("quantization"))
+    if spec.quantization is None:
         return
     stored = spec.quantization.method.lower()
     wanted = dep.quantization.lower()
@@ -110,6 +125,28 @@ def _speculative(dep: Deployment) -> list[str]:
         # Other methods may take the count from the draft model's config; n-gram lookup has no config.
         raise KvplanError(f"'num_speculative_tokens' is required for the {method} method", where)
     return notes
+
+
+# vLLM's Fp8Config.get_min_capability (and is_fp8_marlin_supported, its weight-only fallback): 80 through v0.13.0,
+# 75 from v0.14.0 (read in each release wheel: 0.10.1, 0.11.0-0.11.2, 0.12.0, 0.13.0 return 80; 0.14.0, 0.15.0,
+# 0.20.0, 0.25.0, 0.30.0, 0.33.0 return 75).
+FP8_MIN_CAPABILITY = (((0, 0), 80), ((0, 14), 75))
+
+
+def _fp8_capability(dep: Deployment, gpu: GpuChoice) -> None:
+    """vLLM VllmConfig._get_quantization_config: --quantization fp8 below the method's minimum capability."""
+    from kvplan import registry
+    from kvplan.deployment.launch import version_tuple
+
+    if dep.engine != registry.DEFAULT or (dep.quantization or "").lower() != "fp8" or not gpu.compute_capability:
+        return
+    version = version_tuple(dep.engine_version) if dep.engine_version else None
+    needed = [minimum for first, minimum in FP8_MIN_CAPABILITY if version is None or version[:2] >= first][-1]
+    major, _, minor = gpu.compute_capability.partition(".")
+    have = int(major) * 10 + int(minor or 0) if major.isdigit() and (minor or "0").isdigit() else None
+    if have is not None and have < needed:
+        raise KvplanError(f"The quantization method fp8 is not supported for the current GPU. Minimum capability: "
+                          f"{needed}. Current capability: {have}.", dep.where("quantization"))
 
 
 def _dtype(dep: Deployment, gpu: GpuChoice) -> None:

@@ -213,6 +213,8 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     notes += [ladder_note] if ladder_note else []
     ladder = _ladder(contexts, layout, num_blocks, mnbt, split, caps)
     error = _startup_error(target, settings, layout, memories, memory, fit.everywhere, fit.request_bytes, fit.longest)
+    if target.deployment.kv_cache_memory_bytes is not None and _overcommitted(memories):
+        fit = _Fit(False, 0, fit.request_bytes)  # the pool cannot be allocated: no request fits in it
     if not layout.groups:
         notes.append("the model has no attention KV cache (state-only layers); the block pool does not apply")
     tokens, concurrency_value = rules.logged(target, settings, layout, num_blocks, per_request)
@@ -294,6 +296,11 @@ def _aligned(settings: EngineSettings, layout: PoolLayout) -> EngineSettings:
     return settings
 
 
+def _overcommitted(memories: list[Memory]) -> list[Memory]:
+    """The ranks whose given KV pool and weights exceed the GPU (the allocation fails with CUDA out of memory)."""
+    return [m for m in memories if m.total_bytes and m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
+
+
 def _startup_error(target: PlanInput, settings: EngineSettings, layout: PoolLayout, memories: list[Memory],
                    memory: Memory, fits_everywhere: bool, request_bytes: int, longest: int) -> str | None:
     """The engine's own refusal to start, worded with its own knob names."""
@@ -301,7 +308,7 @@ def _startup_error(target: PlanInput, settings: EngineSettings, layout: PoolLayo
     if not layout.groups:
         return None
     if target.deployment.kv_cache_memory_bytes is not None:
-        over = [m for m in memories if m.total_bytes and m.weights_bytes + m.kv_cache_bytes > m.total_bytes]
+        over = _overcommitted(memories)
         if over:
             m = over[0]
             if m.weights_bytes > m.total_bytes:

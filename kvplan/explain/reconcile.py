@@ -134,7 +134,9 @@ class Explanation:
             return None
         effects = [(t.sign * (t.diff_bytes or 0), t.term) for t in self.terms
                    if t.sign and t.in_budget and t.diff_bytes is not None]
-        same_way = [(abs(effect), term) for effect, term in effects if effect * gap > 0]
+        # a term that prints as 0.00 GiB explains nothing the reader can see
+        same_way = [(abs(effect), term) for effect, term in effects if effect * gap > 0 and
+                    f"{abs(effect) / GiB:.2f}" != "0.00"]
         return max(same_way)[1] if same_way else None
 
     @property

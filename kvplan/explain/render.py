@@ -106,8 +106,17 @@ def verdict(explanation: Explanation) -> list[str]:
         wrong = ", ".join(FIGURE_LABELS[c.figure] for c in explanation.checks if not c.matches)
         lines.append(f"Replay: kvplan does NOT give vLLM's figures from the logged KV cache memory ({wrong}).")
     elif explanation.reconciled:
-        lines.append("Replay: not possible from this log (see the notes).")
+        lines.append("Replay: " + _why_no_replay(explanation))
     return lines
+
+
+def _why_no_replay(explanation: Explanation) -> str:
+    if explanation.model_error:
+        return ("not possible without the model's config (see model: above); pass --model with a bundled id, a "
+                "Hub id or a local config.json.")
+    if explanation.run.notes or explanation.notes:
+        return "not possible from this log (see the notes)."
+    return "not possible from this log: it prints no KV cache memory to replay."
 
 
 def missing_line(explanation: Explanation) -> list[str]:

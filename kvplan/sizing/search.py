@@ -15,12 +15,14 @@ from typing import Any
 from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
 from kvplan.hardware import Gpu
-from kvplan.models.model import ModelSpec
+from kvplan.models.model import ModelSpec, Quantization
 from kvplan.plan import GpuChoice, Plan
 from kvplan.sizing.command import engine_has, launch_command
 from kvplan.sizing.formats import KvFormat, WeightFormat
 from kvplan.sizing.targets import Target
 from kvplan.units import GiB
+
+CHECKPOINT_FORMATS = ("awq", "gptq")  # weight formats that are another checkpoint, not a switch (sizing.formats)
 
 PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 
@@ -102,6 +104,13 @@ class Option:
         return min((got / target.requests for got, target in zip(self.requests, targets, strict=True)), default=0.0)
 
     def command(self) -> str:
+        """The launch line. An option that loads another checkpoint (a 4-bit AWQ or GPTQ one) names it in place of
+        the model and leaves --quantization to the checkpoint: `--quantization awq` on the model's own 16-bit
+        checkpoint is a line the engine refuses (Cannot find the config file for awq)."""
+        if self.weights.checkpoint and self.plan is not None and self.plan.model.quantization is not None and \
+                self.deployment.model:
+            stand_in = f"<{(self.weights.quantization or '').upper()}-checkpoint-of-{self.deployment.model}>"
+            return launch_command(replace(self.deployment, model=stand_in, quantization=None))
         return launch_command(self.deployment)
 
     def to_dict(self, targets: tuple[Target, ...]) -> dict[str, Any]:
@@ -197,8 +206,13 @@ class _Planner:
 
         self.planned += 1
         choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, split.count, gpu.compute_capability, gpu.fp8)
+        spec = self.spec
+        if dep.quantization in CHECKPOINT_FORMATS and spec.quantization is None:
+            # a 4-bit checkpoint of the model loads in its place: planned as that checkpoint, which the engine
+            # accepts, not as --quantization on the 16-bit one, which it refuses
+            spec = replace(spec, quantization=Quantization(dep.quantization, 4, 128))
         try:
-            return plan_deployment(self.spec, dep, choice, self.contexts, self.draft)
+            return plan_deployment(spec, dep, choice, self.contexts, self.draft)
         except KvplanError as exc:
             self.refusals[exc.message] = None
             return None
