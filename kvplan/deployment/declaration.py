@@ -91,6 +91,10 @@ class Deployment:
     max_num_batched_tokens: int | None = knob(
         "int", "Most tokens in one scheduler step (the prefill chunk).", minimum=1, maximum=MAX_TOKENS,
         default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048")
+    enable_chunked_prefill: bool | None = knob("bool", "vLLM: prefills chunked by max_num_batched_tokens; off, "
+                                               "a step takes a whole prompt (max_num_batched_tokens at least "
+                                               "max_model_len: a bigger activation peak).",
+                                               default_rule="on (V1); V0 by context length", engine_only=True)
     kv_cache_memory_bytes: int | None = knob("size", "KV pool per rank; vLLM then skips memory profiling.",
                                              minimum=0, maximum=2**50, aliases=("kv-cache-memory",))
     enforce_eager: bool = knob("bool", "No CUDA graphs.", False)

@@ -210,6 +210,20 @@ def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, int], max_model
     return tier.seqs, tier.tokens[entrypoint]
 
 
+def unchunked_tokens(dep: Deployment, tokens: int, max_model_len: int) -> int:
+    """--no-enable-chunked-prefill (vLLM 0.33 EngineArgs._set_default_max_num_seqs_and_batched_tokens_args and
+    SchedulerConfig.verify_max_model_len): a step takes a whole prompt, so an unset max_num_batched_tokens is
+    raised to max_model_len, and one given below it is refused."""
+    if dep.max_num_batched_tokens is None:
+        return max(max_model_len, tokens)
+    if tokens < max_model_len:
+        raise KvplanError(f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({max_model_len}). "
+                          "This effectively limits the maximum sequence length to max_num_batched_tokens and makes "
+                          "vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease "
+                          "max_model_len.", dep.where("enable_chunked_prefill"))
+    return tokens
+
+
 def rope_cache_bytes(target: PlanInput) -> int:
     """The RoPE cos/sin tables every rank builds with the model (layers/rotary_embedding/base.py: a buffer of
     positions x rotary_dim in the model dtype, one per distinct RoPE, as get_rope caches them): "Model loading
@@ -235,6 +249,8 @@ class Vllm(PoolRules):
         wanted = parse_version(version, dep.where("engine_version"))
         default_seqs, default_tokens = batch_defaults(gpu, era, wanted, max_model_len, dep.entrypoint)
         seqs, tokens = dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens
+        if dep.enable_chunked_prefill is False and not era.v0:
+            tokens = unchunked_tokens(dep, tokens, max_model_len)
         if tokens < seqs:  # SchedulerConfig._verify_args
             where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "

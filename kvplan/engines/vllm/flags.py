@@ -433,10 +433,7 @@ NOTED: dict[str, tuple[str, str]] = {
     "disable-moe-shared-loras": ("bool", "inverse of --enable-moe-shared-loras, which see"),
     "max-lora-cls-labels": ("value", "size of LoRA classification heads"),
     # SchedulerConfig
-    "enable-chunked-prefill": (
-        "bool+no",
-        "with it off, max_num_batched_tokens is at least max_model_len (bigger activation peak)",
-    ),
+    # --enable-chunked-prefill is modelled (a Deployment knob: off, max_num_batched_tokens >= max_model_len)
     "disable-chunked-prefill": ("bool", "inverse of --enable-chunked-prefill, which see"),
     "disable-hybrid-kv-cache-manager": (
         "bool+no",

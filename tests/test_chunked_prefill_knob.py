@@ -1,0 +1,32 @@
+"""Issue 19: --no-enable-chunked-prefill is read as vLLM reads it (a knob, not an ignored flag)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvplan.cli.app import main
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_no_chunked_prefill_raises_the_batched_tokens_or_is_refused(capsys):
+    # vLLM 0.33 EngineArgs: with chunked prefill off, an unset max_num_batched_tokens becomes max_model_len
+    _, out, _ = run(capsys, "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "32768",
+                    "--no-enable-chunked-prefill", "--json")
+    assert json.loads(out)["engine"]["max_num_batched_tokens"] == 32768  # 8,192 with it on (the H100 tier)
+    code, _, err = run(capsys, "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100", "--max-model-len", "32768",
+                       "--no-enable-chunked-prefill", "--max-num-batched-tokens", "4096")
+    assert code == 2 and "max_num_batched_tokens (4096) is smaller than max_model_len (32768)" in err
