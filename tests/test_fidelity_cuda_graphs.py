@@ -1,4 +1,4 @@
-"""vLLM's CUDA-graph estimate (v0.21+): how many batch sizes it captures, and a first capture plus a part per further
+"""vLLM's CUDA-graph estimate (v0.20+): how many batch sizes it captures, and a first capture plus a part per further
 size."""
 
 from __future__ import annotations

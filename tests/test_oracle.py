@@ -114,8 +114,6 @@ def known(case: dict[str, Any]) -> str | None:
     if version < (0, 9) and model in SLIDING and "num_blocks" in says:
         reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
                        "windows into full attention, one group (v1/core/kv_cache_utils.py)")
-    if (0, 20) <= version < (0, 21) and "defaults" in says:
-        reasons.append("18 §2.1: utilization 0.92 from v0.20.0 (config/cache.py)")
     if version >= (0, 20, 1) and says.get("groups", 1) > 1:
         reasons.append("18 §2.7: v0.20.1+ logs int(concurrency x max_model_len) for every model "
                        "(v1/core/kv_cache_utils.py _report_kv_cache_config)")

@@ -46,7 +46,7 @@ def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:
 
 
 def cuda_graph_estimate(entry: dict[str, Any]) -> int:
-    """kvplan's CUDA-graph estimate for the log's deployment on rank 0, as v0.21+ would take it out of the budget
+    """kvplan's CUDA-graph estimate for the log's deployment on rank 0, as v0.20+ would take it out of the budget
     (the v0.19 logs print it without doing so)."""
     dep, gpu = deployment(entry, estimate_cudagraphs=True)
     plan = plan_deployment(resolve(entry["model"]), dep, gpu)

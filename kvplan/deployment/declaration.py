@@ -49,7 +49,7 @@ class Deployment:
     reserve_bytes: int | None = knob("size", "simple engine: memory held back besides the weights.", minimum=0,
                                      maximum=2**50, default_rule="1 GB", aliases=("reserve",), engine_flag=False)
     estimate_cudagraphs: bool | None = knob("bool", "vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS switch.",
-                                            default_rule="the era's default (on from v0.21)", engine_flag=False,
+                                            default_rule="the era's default (on from v0.20)", engine_flag=False,
                                             env="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
     chunked_hybrid_kv: bool | None = knob("bool", "vLLM's VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE switch: "
                                           "chunked local attention keeps its own KV groups.",
@@ -81,7 +81,7 @@ class Deployment:
                                               "num_redundant_experts adds physical experts.", engine_only=True)
     gpu_memory_utilization: float | None = knob(
         "float", "Share of GPU memory the engine may use.", minimum=0, maximum=1, exclusive_minimum=True,
-        default_rule="vLLM 0.92 from v0.21 (0.9 before); SGLang its mem_fraction_static heuristic; "
+        default_rule="vLLM 0.92 from v0.20 (0.9 before); SGLang its mem_fraction_static heuristic; "
                      "TensorRT-LLM 0.9 of the memory free after the weights", aliases=("device-memory-utilization",))
     max_model_len: int | None = knob("int", "Longest request, prompt plus output, in tokens; auto (or -1): the "
                                      "longest that fits in the KV cache.", minimum=1, maximum=MAX_TOKENS, auto=True,

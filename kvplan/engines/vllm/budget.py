@@ -1,5 +1,5 @@
 """vLLM's KV budget, era by era (the eras in releases.py): available = CUDA total x utilization - weights -
-profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.21+, a first capture plus a part per
+profiled activation peak - non-torch memory - the CUDA-graph estimate (v0.20+, a first capture plus a part per
 further batch size captured), per rank; blocks are the floor per rank and the minimum over ranks."""
 
 from __future__ import annotations

@@ -94,14 +94,16 @@ ERAS = (
     # Qwen3-14B; every v0.19 log prints 0.24-0.27).
     ((0, 17), Era("V1, v0.17", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
                   int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    ((0, 18), Era("V1, v0.18-v0.20", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+    ((0, 18), Era("V1, v0.18-v0.19", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
                   int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    # v0.21+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 ("default since v0.21.0", gpu_worker.py; opt-in
-    # since PR #30515), and determine_available_memory subtracts the estimate from the budget. The "consumed
+    # v0.20+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" and gpu_memory_utilization to 0.92 (vLLM 0.20.0
+    # envs.py and config/cache.py; 0.19.0 has "0" and 0.9; the log's "default since v0.21.0" in gpu_worker.py is
+    # wrong, issue 18 section 2.1; the oracle's 0.20.0 cases, tests/oracle/cases.jsonl, resolve 0.92), and
+    # determine_available_memory subtracts the estimate from the budget (opt-in since PR #30515). The "consumed
     # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
     # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
     # is the graphs' actual pool, captured after the KV cache and not subtracted.
-    ((0, 21), Era("V1, v0.21+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
+    ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
                   int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True,
                   non_torch_pipeline=int(0.07 * GiB))),
 )
@@ -133,7 +135,8 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(MLA_BLOCK_FROM_BACKEND, "MLA block size follows the attention backend (vllm#35122)"),
     Change(PREFIX_CACHED_STATES_FROM, "prefix-cached Mamba / GDN states hold one more block; logged tokens are "
                                       "concurrency x max_model_len (engine-calibration Y04)"),
-    Change((0, 21), "the CUDA-graph estimate comes out of the budget; utilization 0.92 (gpu_worker.py)"),
+    Change((0, 20), "the CUDA-graph estimate comes out of the budget; utilization 0.92 (0.20.0 envs.py, "
+                    "config/cache.py)"),
     Change((0, 9), "the 1,024-sequence batch defaults chosen by memory (>= 70 GiB), A100s left out (PR #17885)"),
     Change((0, 28), "a batch tier of 16,384 tokens on >= 160 GiB devices (PR #51726)"),
 ))
