@@ -55,9 +55,12 @@ def test_the_default_sizes_give_the_v0_19_logs_figure():
     assert cuda_graph_bytes(32, (51, 0)) == (256 + 50 * 6) * MiB
 
 
-def test_v0_20_subtracts_no_graphs():
-    # Y04 (v0.20.1): VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS was opt-in before v0.21.0.
-    assert calibration.vllm_plan(BY_ID["Y04"]).memory.cuda_graph_bytes == 0
+def test_the_graph_estimate_starts_in_v0_20():
+    # vLLM 0.20.0 envs.py: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" (0.19.0 envs.py: "0"; the log's
+    # "default since v0.21.0" is wrong, issue 18 section 2.1): Y04's v0.20.1 deployment has the estimate taken out of
+    # its budget, the same deployment at v0.19.1 none. Y04's excerpt prints no memory line that would say otherwise.
+    assert calibration.vllm_plan(BY_ID["Y04"]).memory.cuda_graph_bytes > 0
+    assert calibration.vllm_plan({**BY_ID["Y04"], "version": "v0.19.1"}).memory.cuda_graph_bytes == 0
 
 
 def test_the_two_figures_are_the_medians_of_the_logged_parts():
