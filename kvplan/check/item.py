@@ -128,7 +128,8 @@ def flag_problem(exc: KvplanError, engine: str, name: str | None = None) -> Prob
     catalogue = dialect_of(engine).catalogue()
     if name in catalogue.renamed:
         rule = CURRENT_FLAGS
-    elif knob_for(name, engine) is not None or catalogue.has(name) or is_short_flag(name, engine):
+    elif (knob_for(name, engine) is not None or catalogue.has(name) or name in dialect_of(engine).knob_flags
+          or is_short_flag(name, engine)):
         rule = VALID_VALUES
     else:
         rule = KNOWN_FLAGS

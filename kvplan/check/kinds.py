@@ -133,7 +133,7 @@ class VllmConfig:
         keys = [str(k) for k in document if k not in SETTINGS_KEYS]
         knobs = [k for k in keys if (knob := knob_for(k, self.ENGINE)) is not None and knob.engine_flag]
         flags = [k for k in keys if k in knobs or catalogue.catalogued(flag_name("--" + k))
-                 or flag_name("--" + k) in catalogue.knobs]
+                 or flag_name("--" + k) in registry.dialect(self.ENGINE).knob_flags]
         return bool(knobs) and len(flags) * 2 >= len(keys)
 
     def items(self, source: Source) -> list[Item]:

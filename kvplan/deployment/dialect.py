@@ -30,8 +30,6 @@ class Catalogue:
 
     short: dict[str, str] = field(default_factory=dict)  # single-dash spelling -> long flag (dash form)
     aliases: dict[str, str] = field(default_factory=dict)  # second long spelling -> the flag
-    # the engine's own flags for kvplan's knobs: flag -> (Deployment field, or a setting read elsewhere; arity)
-    knobs: dict[str, tuple[str, str]] = field(default_factory=dict)
     inert: dict[str, str] = field(default_factory=dict)  # flags that change no memory kvplan plans: -> arity
     noted: dict[str, tuple[str, str]] = field(default_factory=dict)  # memory-relevant, not modelled: (arity, why)
     renamed: dict[str, tuple[str, str, bool, str]] = field(default_factory=dict)  # (today, when, refused, arity)
@@ -46,8 +44,8 @@ class Catalogue:
         return name in self.inert or name in self.noted or name in self.renamed
 
     def has(self, name: str) -> bool:
-        """Any flag of the engine's that the catalogue lists, kvplan's knobs' own names included."""
-        return self.catalogued(name) or name in self.knobs or name in self.aliases
+        """Any flag of the engine's that the catalogue lists, second spellings included."""
+        return self.catalogued(name) or name in self.aliases
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,10 @@ class Dialect:
     # the engine's own --config file, when it is not a file of flag names (trtllm-serve's LLM-API options)
     options_reader: Callable[[str], Draft] | None = None
     option_keys: Callable[[], frozenset[str]] | None = None  # the top-level keys its options file takes
-    # Deployment knob -> spellings kvplan takes for this engine beyond its catalogue's (dash form)
+    # the engine's own flags for kvplan's knobs: flag -> (Deployment field, or a setting read elsewhere; arity);
+    # empty where its flags are the knobs' own names (vLLM's)
+    knob_flags: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Deployment knob -> spellings kvplan takes for this engine beyond its own flags for them (dash form)
     extra_spellings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     own_knobs: frozenset[str] = frozenset()  # the engine-only knobs (Knob.engine_only) this engine has
     env_prefix: str | None = None  # its environment variables' prefix (VLLM_): a note names those not modelled
@@ -91,9 +92,9 @@ class Dialect:
     @cached_property
     def knob_spellings(self) -> dict[str, tuple[str, ...]]:
         """Deployment knob -> this engine's own spellings of it (dash form), beyond the knob's name and aliases:
-        the catalogue's flags for kvplan's knobs, then the extra ones."""
+        its flags for kvplan's knobs, then the extra ones."""
         found: dict[str, list[str]] = {}
-        for flag, (name, _) in self.catalogue().knobs.items():
+        for flag, (name, _) in self.knob_flags.items():
             if flag != name.replace("_", "-"):
                 found.setdefault(name, []).append(flag)
         for name, flags in self.extra_spellings.items():
@@ -131,8 +132,7 @@ class Dialect:
         """Whether the engine's command line can say this knob."""
         if not knob.engine_flag or (knob.engine_only and knob.name not in self.own_knobs):
             return False
-        table = self.catalogue().knobs
-        return not table or any(name == knob.name for name, _ in table.values())
+        return not self.knob_flags or any(name == knob.name for name, _ in self.knob_flags.values())
 
     def names_image(self, reference: str) -> bool:
         """A container image whose name (registry and tag aside) contains one of the engine's fragments."""

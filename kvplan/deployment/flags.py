@@ -183,7 +183,7 @@ def set_knob(parse: Parse, knob: Knob, flag: Flag) -> None:
 def catalogued(parse: Parse, flag: Flag, version: tuple[int, ...] | None) -> bool:
     """A flag the engine's catalogue lists: its own name for a knob, an inert or noted flag, a renamed one."""
     catalogue, name, words, notes = parse.dialect.catalogue(), flag.name, parse.words, parse.draft.notes
-    table_knob = catalogue.knobs.get(name)
+    table_knob = parse.dialect.knob_flags.get(name)
     if table_knob is not None:
         field_name, arity = table_knob
         if field_name == "config":  # trtllm-serve's --config / --extra_llm_api_options: read by the caller

@@ -1,4 +1,5 @@
-"""The `python -m sglang.launch_server` command line: its flags, kvplan's knobs among them, are in flags.py."""
+"""The `python -m sglang.launch_server` command line: its flags for kvplan's knobs (KNOB_FLAGS, here), the others
+in flags.py."""
 
 from kvplan.deployment.dialect import Dialect
 
@@ -24,7 +25,48 @@ def attention_dp(words: list[str]) -> list[str]:
         index += 1
     return out
 
+# Integer parsing: --context-length, --max-total-tokens, --max-prefill-tokens and --cuda-graph-prefill-max-context
+# use SGLang's own human_readable_int (sglang/srt/utils/common.py), not vLLM's: SI suffixes k, M, G, T (all
+# powers of 10; decimals allowed, '25.6k' -> 25,600) and IEC suffixes Ki, Mi, Gi, Ti (powers of 2, integers only),
+# case-sensitive, so '32K' and '1m' are refused. Every other integer flag (--chunked-prefill-size,
+# --max-running-requests, --page-size, ...) is a plain int.
+#
+# Flag -> (kvplan field, named as vLLM's flag with underscores; arity). Spellings marked "prefix" are not
+# declared by SGLang and work only through argparse abbreviation. kv-cache-dtype choices in 0.5.23: auto,
+# fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16 (no bare "fp8"); dtype choices as vLLM's.
+# mem-fraction-static is a share of total GPU memory for weights plus KV pool (SGLang's meaning, not vLLM's).
+# json-model-override-args is SGLang's --hf-overrides; --config is a YAML file of flags (ConfigArgumentMerger).
+KNOB_FLAGS: dict[str, tuple[str, str]] = {
+    "model-path": ("model", "value"),
+    "model": ("model", "value"),  # declared alias of --model-path
+    "mem-fraction-static": ("gpu_memory_utilization", "value"),
+    "context-length": ("max_model_len", "value"),
+    "chunked-prefill-size": ("max_num_batched_tokens", "value"),
+    "max-running-requests": ("max_num_seqs", "value"),
+    "page-size": ("block_size", "value"),
+    "tp-size": ("tensor_parallel_size", "value"),
+    "tensor-parallel-size": ("tensor_parallel_size", "value"),
+    "tp": ("tensor_parallel_size", "value"),  # prefix
+    "pp-size": ("pipeline_parallel_size", "value"),
+    "pipeline-parallel-size": ("pipeline_parallel_size", "value"),
+    "dp-size": ("data_parallel_size", "value"),
+    "data-parallel-size": ("data_parallel_size", "value"),
+    "dp": ("data_parallel_size", "value"),  # prefix
+    "kv-cache-dtype": ("kv_cache_dtype", "value"),
+    "dtype": ("dtype", "value"),
+    "quantization": ("quantization", "value"),
+    "json-model-override-args": ("hf_overrides", "value"),
+    "max-total-tokens": ("max_total_tokens", "value"),
+    "max-mamba-cache-size": ("max_mamba_cache_size", "value"),
+    "mamba-full-memory-ratio": ("mamba_full_memory_ratio", "value"),
+    "swa-full-tokens-ratio": ("swa_full_tokens_ratio", "value"),
+    "attn-dp-size": ("attention_data_parallel_size", "value"),
+    "attention-data-parallel-size": ("attention_data_parallel_size", "value"),
+    "config": ("config", "value"),
+}
+
 DIALECT = Dialect(
+    knob_flags=KNOB_FLAGS,
     name="sglang",
     label="SGLang",
     env_prefix="SGLANG_",

@@ -1,5 +1,5 @@
-"""The `trtllm-serve` command line: its flags, kvplan's knobs among them, are in flags.py; its --config file is
-an LLM-API options YAML (options.py)."""
+"""The `trtllm-serve` command line: its options for kvplan's knobs (KNOB_FLAGS, here), the others in flags.py;
+its --config file is an LLM-API options YAML (options.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,37 @@ def _option_keys() -> frozenset[str]:
     return frozenset(key.split(".", 1)[0] for key in keys)
 
 
+# Option -> (kvplan field, named as vLLM's flag with underscores; arity). Defaults in serve: max_batch_size
+# 2048, max_num_tokens 8192, max_seq_len None (from the model config), free_gpu_memory_fraction 0.9,
+# kv_cache_dtype auto (choices auto, fp8, nvfp4), tp/pp 1, ep None. All integers are plain click ints (no
+# suffixes). The memory fraction is TensorRT-LLM's: a share of the GPU memory still free after the weights and
+# activations are in place, not of the total as in vLLM. The block size (tokens_per_block, default 32) has no
+# trtllm-serve option: only the YAML (see EXTRA_OPTIONS_KNOBS).
+KNOB_FLAGS: dict[str, tuple[str, str]] = {
+    "free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),
+    "kv-cache-free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),  # second name of the same option
+    "max-seq-len": ("max_model_len", "value"),
+    "max-batch-size": ("max_num_seqs", "value"),
+    "max-num-tokens": ("max_num_batched_tokens", "value"),
+    "tensor-parallel-size": ("tensor_parallel_size", "value"),
+    "tp-size": ("tensor_parallel_size", "value"),
+    "pipeline-parallel-size": ("pipeline_parallel_size", "value"),
+    "pp-size": ("pipeline_parallel_size", "value"),
+    # vLLM has no EP size (it derives EP = TP x DP from --enable-expert-parallel); TensorRT-LLM sets it directly.
+    "moe-expert-parallel-size": ("expert_parallel_size", "value"),
+    "ep-size": ("expert_parallel_size", "value"),
+    "kv-cache-dtype": ("kv_cache_dtype", "value"),
+    # choices pytorch (default), tensorrt (alias trt: serve.py's ChoiceWithAlias) and _autodeploy; kvplan models
+    # pytorch and tensorrt (the `backend` knob).
+    "backend": ("backend", "value"),
+    # A YAML file of LLM-API arguments merged over the command line (update_llm_args_with_extra_dict); one option
+    # with two names.
+    "config": ("config", "value"),
+    "extra-llm-api-options": ("config", "value"),
+}
+
 DIALECT = Dialect(
+    knob_flags=KNOB_FLAGS,
     name="trtllm",
     label="TensorRT-LLM",
     env_prefix="TRTLLM_",

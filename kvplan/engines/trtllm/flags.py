@@ -1,5 +1,5 @@
-"""The `trtllm-serve` command line (TensorRT-LLM's OpenAI server, a click command): the options that map onto
-kvplan's knobs, the ones kvplan ignores and the ones that change memory without being modelled.
+"""The `trtllm-serve` command line (TensorRT-LLM's OpenAI server, a click command): the options kvplan ignores
+and the ones that change memory without being modelled (its options for kvplan's knobs are in dialect.py).
 
 Read from NVIDIA/TensorRT-LLM main as stored in 2026: tensorrt_llm/commands/serve.py (the `serve` click command
 of the DefaultGroup `trtllm-serve`, which runs `serve` when the first word is not a subcommand, so
@@ -91,34 +91,6 @@ NATIVE: dict[str, str] = {
 # Single-dash spellings of `serve`: none (-c, -m, -t, -r, -l belong to the `disaggregated` subcommand).
 SHORT: dict[str, str] = {}
 
-# Option -> (kvplan field, named as vLLM's flag with underscores; arity). Defaults in serve: max_batch_size
-# 2048, max_num_tokens 8192, max_seq_len None (from the model config), free_gpu_memory_fraction 0.9,
-# kv_cache_dtype auto (choices auto, fp8, nvfp4), tp/pp 1, ep None. All integers are plain click ints (no
-# suffixes). The memory fraction is TensorRT-LLM's: a share of the GPU memory still free after the weights and
-# activations are in place, not of the total as in vLLM. The block size (tokens_per_block, default 32) has no
-# trtllm-serve option: only the YAML (see EXTRA_OPTIONS_KNOBS).
-KNOBS: dict[str, tuple[str, str]] = {
-    "free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),
-    "kv-cache-free-gpu-memory-fraction": ("gpu_memory_utilization", "value"),  # second name of the same option
-    "max-seq-len": ("max_model_len", "value"),
-    "max-batch-size": ("max_num_seqs", "value"),
-    "max-num-tokens": ("max_num_batched_tokens", "value"),
-    "tensor-parallel-size": ("tensor_parallel_size", "value"),
-    "tp-size": ("tensor_parallel_size", "value"),
-    "pipeline-parallel-size": ("pipeline_parallel_size", "value"),
-    "pp-size": ("pipeline_parallel_size", "value"),
-    # vLLM has no EP size (it derives EP = TP x DP from --enable-expert-parallel); TensorRT-LLM sets it directly.
-    "moe-expert-parallel-size": ("expert_parallel_size", "value"),
-    "ep-size": ("expert_parallel_size", "value"),
-    "kv-cache-dtype": ("kv_cache_dtype", "value"),
-    # choices pytorch (default), tensorrt (alias trt: serve.py's ChoiceWithAlias) and _autodeploy; kvplan models
-    # pytorch and tensorrt (the `backend` knob).
-    "backend": ("backend", "value"),
-    # A YAML file of LLM-API arguments merged over the command line (update_llm_args_with_extra_dict); one option
-    # with two names.
-    "config": ("config", "value"),
-    "extra-llm-api-options": ("config", "value"),
-}
 
 # The --config / --extra_llm_api_options YAML: LLM-API arguments (TorchLlmArgs, the PyTorch backend's), nested
 # mappings written with '.' (kv_cache_config.max_tokens). Read from tensorrt_llm/llmapi/llm_args.py (BaseLlmArgs,
@@ -271,6 +243,6 @@ NOTED: dict[str, tuple[str, str]] = {
 # `--backend tensorrt` / `--backend trt` (a value, not a flag) or dash spellings.
 RENAMED: dict[str, tuple[str, str, bool, str]] = {}
 
-CATALOGUE = Catalogue(short=SHORT, knobs=KNOBS, inert=INERT, noted=NOTED, renamed=RENAMED, native=NATIVE,
+CATALOGUE = Catalogue(short=SHORT, inert=INERT, noted=NOTED, renamed=RENAMED, native=NATIVE,
                       underscores_accepted=UNDERSCORES_ACCEPTED, dashes_accepted=DASHES_ACCEPTED,
                       abbreviations_allowed=ABBREVIATIONS_ALLOWED)
