@@ -40,7 +40,7 @@ def plan_of(args: list[str]) -> Any:
 
 def vllm_says(plan: Any, case: dict[str, Any]) -> dict[str, Any]:
     """kvplan's answer to every key the release answered."""
-    from kvplan.engines.vllm.budget import cuda_graph_sizes
+    from kvplan.engines.vllm.budget import cuda_graph_sizes, default_largest_capture
 
     settings, capacity = plan.engine, plan.capacity
     says = case["engine_says"]
@@ -54,7 +54,8 @@ def vllm_says(plan: Any, case: dict[str, Any]) -> dict[str, Any]:
     if "cudagraph_capture_sizes" in defaults and version_of(case) >= (0, 20):
         ours["cudagraph_capture_sizes"] = cuda_graph_sizes(settings.max_num_seqs or 1,
                                                            settings.max_num_batched_tokens or 1, 0,
-                                                           plan.model.architecture)[0]
+                                                           plan.model.architecture,
+                                                           default_largest_capture(plan.gpu, version_of(case)[:2]))[0]
     mine["defaults"] = {key: value for key, value in ours.items() if key in defaults}
     if says.get("fits") is False:
         mine["fits"] = capacity.fits
@@ -114,17 +115,12 @@ def known(case: dict[str, Any]) -> str | None:
     if version < (0, 9) and model in SLIDING and "num_blocks" in says:
         reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
                        "windows into full attention, one group (v1/core/kv_cache_utils.py)")
-    if version >= (0, 20, 1) and says.get("groups", 1) > 1:
-        reasons.append("18 §2.7: v0.20.1+ logs int(concurrency x max_model_len) for every model "
-                       "(v1/core/kv_cache_utils.py _report_kv_cache_config)")
     defaults = says.get("defaults", {})
     window = SLIDING.get(model or "")
     if (version >= (0, 26) and window and "num_blocks" in says
             and window - 1 + defaults["max_num_batched_tokens"] < defaults["max_model_len"]):
         reasons.append("18 §2.6: from v0.26 window layers hold window - 1 + max_in_flight_tokens "
                        "(v1/kv_cache_interface.py SlidingWindowSpec)")
-    if version >= (0, 28) and gpu == "b200" and "num_blocks" not in says:
-        reasons.append("18 §2.4: from v0.28 the largest default capture size is 1024 on SM100 (config/vllm.py)")
     if version >= (0, 29) and says.get("fits") is False:
         reasons.append("18 §2.12 (found by the oracle): from v0.29 get_kv_cache_configs holds the null block out "
                        "of the capacity check (v1/core/kv_cache_utils.py: 'Reserve the null block')")

@@ -25,3 +25,30 @@ def test_utilization_and_the_graph_estimate_start_in_v0_20_0():
     before = plan("0.19.1", max_model_len=32768)
     assert before.engine.gpu_memory_utilization == 0.9
     assert before.memory.cuda_graph_bytes == 0
+
+
+def test_every_model_logs_concurrency_times_max_model_len_from_v0_20_1():
+    # 18 §2.7. vLLM 0.20.1 v1/core/kv_cache_utils.py _report_kv_cache_config: num_tokens = int(max_concurrency x
+    # max_model_len); 0.20.0's: num_blocks // len(groups) x min block size. The oracle (cases.jsonl, gemma-2-9b-it,
+    # 4 GiB of KV cache at 8,192 tokens, both releases' kv_cache_utils.get_kv_cache_configs): 1,560 blocks in 2
+    # groups, 1.52x; 0.20.0 logs 12,480 tokens (780 x 16), 0.20.1 logs 12,467 (int(1,560 / 1,025 x 8,192)).
+    knobs = {"model": "google/gemma-2-9b-it", "max_model_len": 8192, "kv_cache_memory_bytes": 4 * GiB}
+    old, new = plan("0.20.0", **knobs), plan("0.20.1", **knobs)
+    assert (old.capacity.num_blocks, old.capacity.tokens) == (1560, 12480)
+    assert (new.capacity.num_blocks, new.capacity.tokens, new.capacity.max_concurrency) == (1560, 12467, 1.52)
+
+
+def test_sm100_captures_up_to_1024_from_v0_28():
+    # 18 §2.4. vLLM 0.28.0 config/vllm.py _set_cudagraph_sizes: default_max_graph_size = 1024 if
+    # is_device_capability_family(100) else 512 (0.27.0: 512). The oracle's B200 cases (Qwen2.5-7B, 1,024 sequences,
+    # 16,384 batched tokens; EngineArgs.create_engine_config): 83 capture sizes in 0.28.0, 51 in 0.27.0; an H100 51.
+    from kvplan.engines.vllm.budget import cuda_graph_sizes, default_largest_capture
+
+    b200, h100 = plan("0.28.0", gpu="b200", max_model_len=32768), plan("0.28.0", max_model_len=32768)
+    old = plan("0.27.0", gpu="b200", max_model_len=32768)
+    for found, count in ((b200, 83), (h100, 51), (old, 51)):
+        settings = found.engine
+        largest = default_largest_capture(found.gpu, tuple(int(p) for p in (settings.version or "").split(".")[:2]))
+        assert cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1, 0, "",
+                                largest)[0] == count
+    assert b200.memory.cuda_graph_bytes > old.memory.cuda_graph_bytes

@@ -18,10 +18,13 @@ from kvplan.engines.vllm.releases import (
     MLA_BLOCK_FROM_BACKEND,
     PAGED_STATES_FROM,
     PREFIX_CACHED_STATES_FROM,
+    SM100_CAPTURE_1024_FROM,
     SPARSE_FP8_DEFAULT_IN,
+    TOKENS_FROM_CONCURRENCY_FROM,
     Era,
     era_of,
     parse_version,
+    release_of,
 )
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
@@ -59,8 +62,15 @@ def cuda_graph_bytes(decoder_layers: int, sizes: tuple[int, int]) -> int:
     return CUDA_GRAPH_FIRST_CAPTURE + CUDA_GRAPH_PER_GRAPH_PER_LAYER * decoder_layers * further
 
 
+def default_largest_capture(gpu: GpuChoice, version: tuple[int, int]) -> int:
+    """The largest default capture size before max_num_seqs bounds it: 512, and 1,024 on SM100 (B200, B300) from
+    v0.28 (vLLM 0.28.0 config/vllm.py _set_cudagraph_sizes: 1024 if is_device_capability_family(100) else 512; 0.27.0
+    has 512 everywhere; the oracle's B200 cases capture 83 sizes in 0.28, 51 in 0.27, issue 18 section 2.4)."""
+    return 1024 if version >= SM100_CAPTURE_1024_FROM and gpu.compute_major == 10 else 512
+
+
 def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int,
-                     architecture: str = "") -> tuple[int, int]:
+                     architecture: str = "", default_largest: int = 512) -> tuple[int, int]:
     """How many batch sizes vLLM captures by default, PIECEWISE and FULL (cudagraph_mode FULL_AND_PIECEWISE).
     PIECEWISE takes every size of the default list (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
     releases have it; compilation_config's own sizes are not modelled): up to min(max_num_seqs x (1 + speculative
@@ -72,7 +82,7 @@ def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     initialize_cudagraph_keys)."""
     query = 1 + spec_tokens
     raised = LARGEST_CAPTURE.get(architecture)
-    largest = min(raised, max_num_batched_tokens) if raised else min(max_num_seqs * query * 2, 512,
+    largest = min(raised, max_num_batched_tokens) if raised else min(max_num_seqs * query * 2, default_largest,
                                                                      max_num_batched_tokens)
     listed = [size for size in (1, 2, 4) if size <= largest]
     listed += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
@@ -291,7 +301,8 @@ class Vllm(PoolRules):
         graphs = 0
         if use_graphs and not eager:
             piecewise, full = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
-                                               common.speculative_tokens(dep), spec.architecture)
+                                               common.speculative_tokens(dep), spec.architecture,
+                                               default_largest_capture(gpu, _release(settings)))
             sizes = (piecewise, full if captures_full_graphs(spec, dep) else 0)
             if lora:  # each size and mode captured once per LoRA case
                 sizes = (sizes[0] * lora.graph_cases, sizes[1] * lora.graph_cases)
@@ -361,14 +372,14 @@ class Vllm(PoolRules):
 
     def logged(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
                per_request: int) -> tuple[int, float]:
-        """V0 divides the pool's tokens by max_model_len; with state groups from v0.20 the logged tokens are
-        concurrency x max_model_len (engine-calibration Y04)."""
+        """V0 divides the pool's tokens by max_model_len; from v0.20.1 the logged tokens are int(concurrency x
+        max_model_len) for every model (TOKENS_FROM_CONCURRENCY_FROM; engine-calibration Y04 for a hybrid)."""
         tokens, value = super().logged(target, settings, layout, num_blocks, per_request)
         length = settings.max_model_len
         if era_of(settings.version or LATEST).v0:
             value = num_blocks * settings.block_size / length
-        if _release(settings) >= PREFIX_CACHED_STATES_FROM and any(g.layer.paged_state for g in layout.groups):
-            tokens = num_blocks * length // per_request if per_request else 0
+        if release_of(settings.version or LATEST) >= TOKENS_FROM_CONCURRENCY_FROM:
+            tokens = int(num_blocks / per_request * length) if per_request else 0
         return tokens, value
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:

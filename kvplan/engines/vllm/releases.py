@@ -37,6 +37,14 @@ MLA_BLOCK_FROM_BACKEND = (0, 18)
 # DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) turned "auto" into fp8_ds_mla in
 # v0.11.0 (PR #25988); later code turns only fp8* into it. The first release without it is not known; 0.12 is taken.
 SPARSE_FP8_DEFAULT_IN = (0, 11)
+# vLLM 0.20.1 v1/core/kv_cache_utils.py _report_kv_cache_config: "GPU KV cache size" is int(max_concurrency x
+# max_model_len) for every model (sliding-window and chunked groups hold fewer blocks a request than the pool's
+# tokens suggest); 0.20.0 still logs num_blocks // groups x the smallest block size (issue 18 section 2.7; the
+# oracle's 0.20.0 and 0.20.1 cases of gemma-2, gemma-3 and gpt-oss, tests/oracle/cases.jsonl).
+TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1)
+# vLLM 0.28.0 config/vllm.py _set_cudagraph_sizes: the largest default capture size is 1024 on SM100 (budget.py
+# default_largest_capture; issue 18 section 2.4).
+SM100_CAPTURE_1024_FROM = (0, 28)
 
 
 @dataclass(eq=False)
@@ -118,6 +126,15 @@ def parse_version(text: str, where: str = "--vllm-version") -> tuple[int, int]:
     return version
 
 
+def release_of(text: str) -> tuple[int, int, int]:
+    """A release to its patch (0.20.1 -> (0, 20, 1)); without one, its first (0.20 -> (0, 20, 0))."""
+    import re
+
+    major, minor = parse_version(text)
+    match = re.match(r"^v?\d+\.\d+\.(\d+)", text.strip())
+    return major, minor, int(match.group(1)) if match else 0
+
+
 def era_of(version: str, where: str = "--vllm-version") -> Era:
     wanted = parse_version(version, where)
     chosen = ERAS[0][1]
@@ -139,5 +156,8 @@ RELEASES = Releases("vLLM", COVERED, changes=(
                     "config/cache.py)"),
     Change((0, 9), "the 1,024-sequence batch defaults chosen by memory (>= 70 GiB), A100s left out (PR #17885)"),
     Change((0, 28), "a batch tier of 16,384 tokens on >= 160 GiB devices (PR #51726)"),
+    Change(TOKENS_FROM_CONCURRENCY_FROM, "every model logs int(concurrency x max_model_len) as its KV cache size "
+                                         "(0.20.1 v1/core/kv_cache_utils.py _report_kv_cache_config)"),
+    Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
 ))
 
