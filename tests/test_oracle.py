@@ -109,9 +109,6 @@ def known(case: dict[str, Any]) -> str | None:
             reasons.append("18 §3.1: 0.5.23 gives 20-35 GiB cards chunked prefill 4096 and graph batch 48 / 160 "
                            "(arg_groups/memory_hook.py handle_gpu_memory_settings)")
         return "; ".join(reasons) or None
-    if (0, 8) <= version < (0, 9) and gpu in {"a100-80gb-sxm", "rtx-pro-6000-blackwell", "b200"}:
-        reasons.append("18 §5: releases are read to the minor; v0.8.5 takes the big batch tier by memory >= 70 GiB, "
-                       "A100s included (engine/arg_utils.py, PR #17073)")
     if version < (0, 9) and model in SLIDING and "num_blocks" in says:
         reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
                        "windows into full attention, one group (v1/core/kv_cache_utils.py)")
@@ -122,7 +119,7 @@ def known(case: dict[str, Any]) -> str | None:
         reasons.append("18 §2.6: from v0.26 window layers hold window - 1 + max_in_flight_tokens "
                        "(v1/kv_cache_interface.py SlidingWindowSpec)")
     if version >= (0, 29) and says.get("fits") is False:
-        reasons.append("18 §2.12 (found by the oracle): from v0.29 get_kv_cache_configs holds the null block out "
+        reasons.append("18 §2 (found by the oracle): from v0.29 get_kv_cache_configs holds the null block out "
                        "of the capacity check (v1/core/kv_cache_utils.py: 'Reserve the null block')")
     return "; ".join(reasons) or None
 

@@ -52,3 +52,17 @@ def test_sm100_captures_up_to_1024_from_v0_28():
         assert cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1, 0, "",
                                 largest)[0] == count
     assert b200.memory.cuda_graph_bytes > old.memory.cuda_graph_bytes
+
+
+def test_v0_8_5_takes_the_big_batch_tier_by_memory_a100s_included():
+    # vLLM 0.8.5 engine/arg_utils.py: device_memory >= 70 * GiB_bytes -> max_num_seqs 1024, max_num_batched_tokens
+    # 8192 for the API server (PR #17073), A100s included; 0.9 left them out (PR #17885). Read to the patch: the
+    # oracle's 0.8.5 and 0.9.2 A100-SXM4-80GB cases (EngineArgs.create_engine_config) resolve 1,024 / 8,192 and
+    # 256 / 2,048.
+    def batch(version: str) -> tuple[int | None, int | None]:
+        found = plan(version, gpu="a100-80gb-sxm", max_model_len=32768).engine
+        return found.max_num_seqs, found.max_num_batched_tokens
+
+    assert batch("0.8.5") == (1024, 8192)
+    assert batch("0.8.4") == (256, 2048)  # PR #12369's tier by name: H100 and H200 only
+    assert batch("0.9.2") == (256, 2048)

@@ -196,8 +196,10 @@ BIG_TOKENS = {"serve": 8192, "llm": 16384}
 BATCH_TIERS = (
     # PR #12369 (Jan 2025): larger defaults for H100 and H200, chosen by device name.
     ((0, 8), (BatchTier(1024, BIG_TOKENS, names=("h100", "h200")),)),
-    # PR #17073 (v0.8.5) chose by memory, >= 70 GiB; PR #17885 (May 2025, v0.9.0) left A100s out again, as
-    # throughput fell on them. Versions are read to the minor, so v0.8.5's A100 rows are not modelled.
+    # PR #17073 (v0.8.5) chose by memory, >= 70 GiB, A100s included (vLLM 0.8.5 engine/arg_utils.py: device_memory
+    # >= 70 * GiB_bytes; the oracle's 0.8.5 A100 80GB, RTX PRO 6000 and B200 cases resolve 1,024 and 8,192);
+    # PR #17885 (May 2025, v0.9.0) left A100s out again, as throughput fell on them.
+    ((0, 8, 5), (BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES),)),
     ((0, 9), (BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES, excluded=("a100",)),)),
     # PR #51726 (Aug 2026, v0.28.0; absent from v0.27.0): a tier for >= 160 GiB devices (B200/B300, and
     # MI300X, issue #53961) serving 16,384 tokens; the LLM class keeps its 16,384.
@@ -206,7 +208,7 @@ BATCH_TIERS = (
 )
 
 
-def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, int], max_model_len: int,
+def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, ...], max_model_len: int,
                    entrypoint: str = "serve") -> tuple[int, int]:
     """max_num_seqs and max_num_batched_tokens when not given."""
     if era.v0:
@@ -257,7 +259,7 @@ class Vllm(PoolRules):
         era = era_of(version, dep.where("engine_version"))
         max_model_len = common.check_max_model_len(spec, dep)
         wanted = parse_version(version, dep.where("engine_version"))
-        default_seqs, default_tokens = batch_defaults(gpu, era, wanted, max_model_len, dep.entrypoint)
+        default_seqs, default_tokens = batch_defaults(gpu, era, release_of(version), max_model_len, dep.entrypoint)
         seqs, tokens = dep.max_num_seqs or default_seqs, dep.max_num_batched_tokens or default_tokens
         if dep.enable_chunked_prefill is False and not era.v0:
             tokens = unchunked_tokens(dep, tokens, max_model_len)
