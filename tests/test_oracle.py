@@ -112,12 +112,6 @@ def known(case: dict[str, Any]) -> str | None:
     if version < (0, 9) and model in SLIDING and "num_blocks" in says:
         reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
                        "windows into full attention, one group (v1/core/kv_cache_utils.py)")
-    defaults = says.get("defaults", {})
-    window = SLIDING.get(model or "")
-    if (version >= (0, 26) and window and "num_blocks" in says
-            and window - 1 + defaults["max_num_batched_tokens"] < defaults["max_model_len"]):
-        reasons.append("18 §2.6: from v0.26 window layers hold window - 1 + max_in_flight_tokens "
-                       "(v1/kv_cache_interface.py SlidingWindowSpec)")
     if version >= (0, 29) and says.get("fits") is False:
         reasons.append("18 §2 (found by the oracle): from v0.29 get_kv_cache_configs holds the null block out "
                        "of the capacity check (v1/core/kv_cache_utils.py: 'Reserve the null block')")

@@ -66,3 +66,16 @@ def test_v0_8_5_takes_the_big_batch_tier_by_memory_a100s_included():
     assert batch("0.8.5") == (1024, 8192)
     assert batch("0.8.4") == (256, 2048)  # PR #12369's tier by name: H100 and H200 only
     assert batch("0.9.2") == (256, 2048)
+
+
+def test_window_layers_hold_max_in_flight_tokens_from_v0_26():
+    # 18 §2.6. vLLM 0.26.0 v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: min(sliding_window - 1
+    # + max_in_flight_tokens, max_model_len) tokens, config/vllm.py max_in_flight_tokens = max_concurrent_batches (2
+    # under async scheduling, its default) x max_num_batched_tokens; 0.25.0 takes window - 1 + max_num_batched_tokens.
+    # The oracle (gemma-3-1b-it, window 512, 4 GiB at 32,768 tokens, 8,192 batched; get_kv_cache_configs): 65,536
+    # blocks in 7 groups both; 0.25.0 12.32x and 403,814 tokens, 0.26.0 7.81x and 255,957.
+    knobs = {"model": "google/gemma-3-1b-it", "max_model_len": 32768, "kv_cache_memory_bytes": 4 * GiB}
+    old, new = plan("0.25.0", **knobs), plan("0.26.0", **knobs)
+    assert (old.capacity.num_blocks, old.capacity.max_concurrency, old.capacity.tokens) == (65536, 12.32, 403814)
+    assert (new.capacity.num_blocks, new.capacity.max_concurrency, new.capacity.tokens) == (65536, 7.81, 255957)
+    assert new.engine.in_flight_tokens == 2 * 8192 and old.engine.in_flight_tokens is None

@@ -188,7 +188,7 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     spec, dep, gpu = target.spec, target.deployment, target.gpu
     rules = rules or PoolRules()
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
-    mnbt = settings.max_num_batched_tokens or settings.max_model_len
+    mnbt = settings.in_flight_tokens or settings.max_num_batched_tokens or settings.max_model_len
     kv_tp = rules.kv_tensor_parallel(target)
     layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes,
                            kv_tp, settings.max_model_len)

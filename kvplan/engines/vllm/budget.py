@@ -14,6 +14,7 @@ from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
+    IN_FLIGHT_TOKENS_FROM,
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
     PAGED_STATES_FROM,
@@ -208,6 +209,25 @@ BATCH_TIERS = (
 )
 
 
+# Speculative methods that keep async scheduling on (vLLM 0.26.0 config/vllm.py: EagleModelTypes, with the MTP
+# kinds, NgramGPUTypes and dspark); any other turns it off
+ASYNC_SPECULATIVE = ("eagle", "mtp", "extract_hidden_states", "dflash", "dspark", "ngram_gpu")
+
+
+def in_flight_tokens(dep: Deployment, version: tuple[int, int], batched_tokens: int) -> int | None:
+    """From v0.26 a sliding-window or chunked layer holds window - 1 + max_in_flight_tokens (vLLM 0.26.0
+    v1/kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec max_memory_usage_bytes): every
+    concurrent batch may hold max_num_batched_tokens (config/vllm.py max_in_flight_tokens), and
+    max_concurrent_batches is 2 under async scheduling (on by default unless a speculative method it does not
+    support), else the pipeline size; V1's, as Model Runner V2's pp + 1 is not modelled (issue 18 section 2.6)."""
+    if version < IN_FLIGHT_TOKENS_FROM:
+        return None
+    method = str((dep.speculative_config or {}).get("method") or "").lower()
+    asynchronous = not dep.speculative_config or any(kind in method for kind in ASYNC_SPECULATIVE)
+    pp = dep.pipeline_parallel_size
+    return (2 if asynchronous and pp <= 1 else pp) * batched_tokens
+
+
 def batch_defaults(gpu: GpuChoice, era: Era, version: tuple[int, ...], max_model_len: int,
                    entrypoint: str = "serve") -> tuple[int, int]:
     """max_num_seqs and max_num_batched_tokens when not given."""
@@ -278,7 +298,8 @@ class Vllm(PoolRules):
             auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
             else None,
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
-                                             1 if placement is None or placement.whole else placement.ranks))
+                                             1 if placement is None or placement.whole else placement.ranks),
+            in_flight_tokens=in_flight_tokens(dep, wanted, tokens))
 
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:

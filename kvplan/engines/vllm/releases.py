@@ -45,6 +45,9 @@ TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1)
 # vLLM 0.28.0 config/vllm.py _set_cudagraph_sizes: the largest default capture size is 1024 on SM100 (budget.py
 # default_largest_capture; issue 18 section 2.4).
 SM100_CAPTURE_1024_FROM = (0, 28)
+# vLLM 0.26.0 v1/kv_cache_interface.py: window and chunked layers hold window - 1 + max_in_flight_tokens
+# (budget.in_flight_tokens; issue 18 section 2.6); 0.25.0 holds window - 1 + max_num_batched_tokens.
+IN_FLIGHT_TOKENS_FROM = (0, 26)
 
 
 @dataclass(eq=False)
@@ -158,6 +161,8 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change((0, 28), "a batch tier of 16,384 tokens on >= 160 GiB devices (PR #51726)"),
     Change(TOKENS_FROM_CONCURRENCY_FROM, "every model logs int(concurrency x max_model_len) as its KV cache size "
                                          "(0.20.1 v1/core/kv_cache_utils.py _report_kv_cache_config)"),
+    Change(IN_FLIGHT_TOKENS_FROM, "window and chunked layers hold window - 1 + max_in_flight_tokens (0.26.0 "
+                                  "v1/kv_cache_interface.py)"),
     Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
 ))
 
