@@ -112,9 +112,6 @@ def known(case: dict[str, Any]) -> str | None:
     if version < (0, 9) and model in SLIDING and "num_blocks" in says:
         reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
                        "windows into full attention, one group (v1/core/kv_cache_utils.py)")
-    if version >= (0, 29) and says.get("fits") is False:
-        reasons.append("18 §2 (found by the oracle): from v0.29 get_kv_cache_configs holds the null block out "
-                       "of the capacity check (v1/core/kv_cache_utils.py: 'Reserve the null block')")
     return "; ".join(reasons) or None
 
 

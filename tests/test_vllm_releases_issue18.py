@@ -79,3 +79,19 @@ def test_window_layers_hold_max_in_flight_tokens_from_v0_26():
     assert (old.capacity.num_blocks, old.capacity.max_concurrency, old.capacity.tokens) == (65536, 12.32, 403814)
     assert (new.capacity.num_blocks, new.capacity.max_concurrency, new.capacity.tokens) == (65536, 7.81, 255957)
     assert new.engine.in_flight_tokens == 2 * 8192 and old.engine.in_flight_tokens is None
+
+
+def test_the_capacity_check_leaves_the_null_block_out_from_v0_29():
+    # vLLM 0.29.0 v1/core/kv_cache_utils.py get_kv_cache_configs: check_memory = available - _pool_bytes_per_block
+    # ("Reserve the null block BlockPool permanently holds back"); 0.28.0 checks the whole memory. The oracle (4 GiB of
+    # KV cache at 32,768 tokens; get_kv_cache_configs): Llama-3.1-8B needs exactly 4 GiB (2,048 blocks of 2 MiB),
+    # which 0.28.0 accepts and 0.29.0 refuses with an estimated maximum model length of 32,752; Qwen3-8B is refused
+    # by both, 0.28.0 estimating 29,120 and 0.29.0 29,104.
+    llama = {"model": "meta-llama/Llama-3.1-8B", "max_model_len": 32768, "kv_cache_memory_bytes": 4 * GiB}
+    qwen = {**llama, "model": "Qwen/Qwen3-8B"}
+    assert (plan("0.28.0", **llama).capacity.fits, plan("0.28.0", **llama).capacity.max_model_len_that_fits) == (
+        True, 32768)
+    new = plan("0.29.0", **llama).capacity
+    assert (new.fits, new.max_model_len_that_fits, new.num_blocks) == (False, 32752, 2048)
+    assert plan("0.28.0", **qwen).capacity.max_model_len_that_fits == 29120
+    assert plan("0.29.0", **qwen).capacity.max_model_len_that_fits == 29104

@@ -81,6 +81,11 @@ class PoolRules:
         """The engine's own overrides of the profiled block count."""
         return blocks
 
+    def held_back_bytes(self, settings: EngineSettings, layout: PoolLayout) -> int:
+        """Pool bytes the engine leaves out when it checks that one request fits (and estimates the longest that
+        would); the pool itself keeps them."""
+        return 0
+
     def logged(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, num_blocks: int,
                per_request: int) -> tuple[int, float]:
         """The token count and the concurrency the engine prints for its pool."""

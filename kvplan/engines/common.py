@@ -201,7 +201,7 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     layout, memory, num_blocks = layouts[limiting], memories[limiting], blocks[limiting]
     length = settings.max_model_len
     per_request = layout.blocks_per_request(length, mnbt)
-    fit = _Fit.of(pairs, layout, length, mnbt)
+    fit = _Fit.of(pairs, layout, length, mnbt, [rules.held_back_bytes(settings, lay) for lay, _ in pairs])
     split = rules.pools(target, settings, limiting, num_blocks * settings.block_size, prepared.kv_bytes, kv_tp)
     if split is not None:  # the profiled tokens re-split into pools that must each hold the request
         notes = [note for note in notes if note != FLAT_POOL_NOTE]
@@ -241,10 +241,13 @@ class _Fit:
     request_bytes: int
 
     @classmethod
-    def of(cls, pairs: list[tuple[PoolLayout, Memory]], limiting: PoolLayout, length: int, mnbt: int) -> _Fit:
-        everywhere = all(lay.request_bytes(length, mnbt) <= mem.kv_cache_bytes and lay.groups for lay, mem in pairs)
+    def of(cls, pairs: list[tuple[PoolLayout, Memory]], limiting: PoolLayout, length: int, mnbt: int,
+           held: list[int]) -> _Fit:
+        # held: what each rank's check leaves out of its pool (PoolRules.held_back_bytes)
+        checked = [(lay, mem.kv_cache_bytes - back) for (lay, mem), back in zip(pairs, held, strict=True)]
+        everywhere = all(lay.request_bytes(length, mnbt) <= free and lay.groups for lay, free in checked)
         # vLLM's estimate of the longest request searches up to max_model_len, never beyond it.
-        longest = min(lay.longest_context(mem.kv_cache_bytes, mnbt, length) for lay, mem in pairs)
+        longest = min(lay.longest_context(free, mnbt, length) for lay, free in checked)
         return cls(everywhere, longest, limiting.request_bytes(length, mnbt))
 
 

@@ -17,6 +17,7 @@ from kvplan.engines.vllm.releases import (
     IN_FLIGHT_TOKENS_FROM,
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
+    NULL_BLOCK_HELD_FROM,
     PAGED_STATES_FROM,
     PREFIX_CACHED_STATES_FROM,
     SM100_CAPTURE_1024_FROM,
@@ -388,6 +389,10 @@ class Vllm(PoolRules):
         return [layer.as_served(model_bytes, ssm.forced, common.speculative_tokens(target.deployment),
                                 extra if layer.kind in PREFIX_CACHED_STATE_KINDS else 0, ssm.fallback)
                 for layer in layers]
+
+    def held_back_bytes(self, settings: EngineSettings, layout: PoolLayout) -> int:
+        """From v0.29 the null block (NULL_BLOCK_HELD_FROM): one block of the pool."""
+        return layout.block_bytes if _release(settings) >= NULL_BLOCK_HELD_FROM and layout.groups else 0
 
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         override = target.deployment.num_gpu_blocks_override  # this many blocks, whatever the budget

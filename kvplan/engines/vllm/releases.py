@@ -48,6 +48,11 @@ SM100_CAPTURE_1024_FROM = (0, 28)
 # vLLM 0.26.0 v1/kv_cache_interface.py: window and chunked layers hold window - 1 + max_in_flight_tokens
 # (budget.in_flight_tokens; issue 18 section 2.6); 0.25.0 holds window - 1 + max_num_batched_tokens.
 IN_FLIGHT_TOKENS_FROM = (0, 26)
+# vLLM 0.29.0 v1/core/kv_cache_utils.py get_kv_cache_configs: "Reserve the null block BlockPool permanently holds
+# back, so auto-fit and the capacity check both plan against usable blocks" (available - one block's bytes; absent
+# from 0.28.0; 0.33.0 kv_cache_planning.py keeps it): a request of max_model_len needs one block more than the pool
+# minus it (the oracle's 0.29+ refusals of Llama-3.1-8B and Qwen3-8B at 4 GiB).
+NULL_BLOCK_HELD_FROM = (0, 29)
 
 
 @dataclass(eq=False)
@@ -163,6 +168,7 @@ RELEASES = Releases("vLLM", COVERED, changes=(
                                          "(0.20.1 v1/core/kv_cache_utils.py _report_kv_cache_config)"),
     Change(IN_FLIGHT_TOKENS_FROM, "window and chunked layers hold window - 1 + max_in_flight_tokens (0.26.0 "
                                   "v1/kv_cache_interface.py)"),
+    Change(NULL_BLOCK_HELD_FROM, "the capacity check leaves the null block out (0.29.0 v1/core/kv_cache_utils.py)"),
     Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
 ))
 
