@@ -86,6 +86,7 @@ class Capacity:
     blocks_per_request: int
     request_bytes: int
     ladder: tuple[LadderRung, ...] = ()
+    offload_tokens: int = 0  # tokens of a CPU KV tier beside the GPU pool (vLLM --kv-offloading-size)
 
 
 # EngineSettings fields that serve kvplan's own wording, not the JSON document.

@@ -129,6 +129,12 @@ class Deployment:
     cpu_offload_gb: float | None = knob("float", "vLLM: GiB of weights per GPU moved to pinned CPU memory (whole "
                                         "parameters of the first decoder layers, until the amount is reached).",
                                         minimum=0, maximum=2**20, default_rule="0: none", engine_only=True)
+    kv_offloading_size: float | None = knob("float", "vLLM: GiB of pinned host memory for a CPU KV tier (summed "
+                                            "over the TP ranks); the GPU pool is unchanged.", minimum=0,
+                                            maximum=2**20, exclusive_minimum=True, default_rule="none",
+                                            engine_only=True)
+    kv_offloading_backend: str = knob("str", "vLLM: the CPU KV tier's backend.", "native",
+                                      choices=("native", "lmcache"), engine_only=True)
     max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
                                         maximum=2**40, engine_only=True)
     max_mamba_cache_size: int | None = knob("int", "SGLang: Mamba / linear-attention state slots (the states then "

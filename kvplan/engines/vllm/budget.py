@@ -10,6 +10,7 @@ from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
+from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
@@ -409,6 +410,9 @@ class Vllm(PoolRules):
         if release_of(settings.version or LATEST) >= TOKENS_FROM_CONCURRENCY_FROM:
             tokens = int(num_blocks / per_request * length) if per_request else 0
         return tokens, value
+
+    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout) -> tuple[int, list[str]]:
+        return cpu_tier(target.deployment, layout)
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         override = target.deployment.num_gpu_blocks_override

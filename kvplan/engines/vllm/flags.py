@@ -401,8 +401,7 @@ NOTED: dict[str, tuple[str, str]] = {
     "mamba-block-size": ("value", "granularity of cached Mamba states"),
     "replayssm-buffer-len": ("value", "length of the ReplaySSM input buffer"),
     "use-replayssm": ("bool+no", "ReplaySSM keeps a buffer of recent SSM inputs per request"),
-    "kv-offloading-size": ("value", "KV blocks offloaded to CPU memory (GiB of host RAM); GPU pool unchanged"),
-    "kv-offloading-backend": ("value", "backend of the CPU KV offload"),
+    # --kv-offloading-size and --kv-offloading-backend are modelled (Deployment knobs; engines/vllm/kv_offload.py)
     # OffloadConfig
     "offload-backend": ("value", "weight offloading backend"),
     # --cpu-offload-gb is modelled (a Deployment knob; engines/vllm/offload.py)
