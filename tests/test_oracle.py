@@ -91,7 +91,6 @@ def version_of(case: dict[str, Any]) -> tuple[int, ...]:
     return tuple(int(part) for part in case["version"].split(".")[:3])
 
 
-SLIDING = {"google/gemma-2-9b-it": 4096, "google/gemma-3-1b-it": 512, "openai/gpt-oss-20b": 128}  # their windows
 SGLANG_20_35_GIB = {"rtx4090", "rtx5090"}  # the cases' GPUs whose nvidia-smi total is 20-35 GiB
 
 
@@ -101,18 +100,12 @@ def arg(case: dict[str, Any], flag: str) -> str | None:
 
 
 def known(case: dict[str, Any]) -> str | None:
-    """The issue-18 items a disagreement belongs to, each read in the release's own source (None: kvplan agrees)."""
-    version, says, gpu, model = version_of(case), case["engine_says"], arg(case, "--gpu"), arg(case, "--model")
-    reasons = []
-    if case["engine"] == "sglang":
-        if version >= (0, 5, 23) and gpu in SGLANG_20_35_GIB:
-            reasons.append("18 §3.1: 0.5.23 gives 20-35 GiB cards chunked prefill 4096 and graph batch 48 / 160 "
-                           "(arg_groups/memory_hook.py handle_gpu_memory_settings)")
-        return "; ".join(reasons) or None
-    if version < (0, 9) and model in SLIDING and "num_blocks" in says:
-        reasons.append("18 §2 (found by the oracle): before v0.9 unify_hybrid_kv_cache_specs turns sliding "
-                       "windows into full attention, one group (v1/core/kv_cache_utils.py)")
-    return "; ".join(reasons) or None
+    """The issue-18 items a disagreement belongs to, each read in the release's own source (None: kvplan agrees).
+    Every vLLM boundary the oracle showed is fixed (tests/test_vllm_releases_issue18.py); SGLang is section 3."""
+    if case["engine"] == "sglang" and version_of(case) >= (0, 5, 23) and arg(case, "--gpu") in SGLANG_20_35_GIB:
+        return ("18 §3.1: 0.5.23 gives 20-35 GiB cards chunked prefill 4096 and graph batch 48 / 160 "
+                "(arg_groups/memory_hook.py handle_gpu_memory_settings)")
+    return None
 
 
 def case_id(case: dict[str, Any]) -> str:

@@ -95,3 +95,15 @@ def test_the_capacity_check_leaves_the_null_block_out_from_v0_29():
     assert (new.fits, new.max_model_len_that_fits, new.num_blocks) == (False, 32752, 2048)
     assert plan("0.28.0", **qwen).capacity.max_model_len_that_fits == 29120
     assert plan("0.29.0", **qwen).capacity.max_model_len_that_fits == 29104
+
+
+def test_v0_8_caches_sliding_windows_as_full_attention_beside_full_layers():
+    # vLLM 0.8.5 v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: "convert all SlidingWindowSpec to
+    # FullAttentionSpec if both types are present": one group; 0.9.2 groups them apart. The oracle (gemma-2-9b-it,
+    # 20 GiB of KV cache at 8,192 tokens; get_kv_cache_config / get_kv_cache_configs): 0.8.5 3,900 blocks in 1 group,
+    # 62,400 tokens, 7.62x; 0.9.2 7,801 blocks in 2 groups, 62,400 tokens, 7.61x.
+    knobs = {"model": "google/gemma-2-9b-it", "max_model_len": 8192, "kv_cache_memory_bytes": 20 * GiB}
+    old, new = plan("0.8.5", **knobs), plan("0.9.2", **knobs)
+    assert (old.capacity.num_blocks, old.capacity.tokens, old.capacity.max_concurrency) == (3900, 62400, 7.62)
+    assert (new.capacity.num_blocks, new.capacity.tokens, new.capacity.max_concurrency) == (7801, 62400, 7.61)
+    assert old.layout.num_groups == 1 and new.layout.num_groups == 2

@@ -15,6 +15,7 @@ from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
+    HYBRID_ALLOCATOR_FROM,
     IN_FLIGHT_TOKENS_FROM,
     LATEST,
     MLA_BLOCK_FROM_BACKEND,
@@ -127,6 +128,14 @@ def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
         return True
     method = str((dep.speculative_config or {}).get("method") or "").lower()
     return bool(dep.chunked_hybrid_kv) and "eagle" not in method
+
+
+def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
+    """V1 before its hybrid allocator (HYBRID_ALLOCATOR_FROM): sliding-window layers beside full-attention ones
+    become full attention, one group (vLLM 0.8.5 v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs: 'It will
+    convert all SlidingWindowSpec to FullAttentionSpec if both types are present')."""
+    kinds = {layer.kind for layer in spec.layers}
+    return (0, 8) <= _release(settings) < HYBRID_ALLOCATOR_FROM and {"full", "sliding"} <= kinds
 
 
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int) -> int:
@@ -337,7 +346,10 @@ class Vllm(PoolRules):
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         notes = []
-        if self.unified(target, settings) and any(layer.drops_old_tokens for layer in target.spec.layers):
+        if sliding_as_full(target.spec, settings):
+            notes.append("vLLM before 0.9 caches sliding-window layers as full attention beside full layers "
+                         "(unify_hybrid_kv_cache_specs): every layer caches every token")
+        elif self.unified(target, settings) and any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append("vLLM's hybrid KV cache manager is off for chunked local attention (set "
                          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it): every layer caches every "
                          "token")
@@ -374,7 +386,7 @@ class Vllm(PoolRules):
 
 
     def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
-        return not hybrid_kv_manager(target.spec, target.deployment)
+        return not hybrid_kv_manager(target.spec, target.deployment) or sliding_as_full(target.spec, settings)
 
     def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
                       model_bytes: int) -> list[Layer]:

@@ -53,6 +53,10 @@ IN_FLIGHT_TOKENS_FROM = (0, 26)
 # from 0.28.0; 0.33.0 kv_cache_planning.py keeps it): a request of max_model_len needs one block more than the pool
 # minus it (the oracle's 0.29+ refusals of Llama-3.1-8B and Qwen3-8B at 4 GiB).
 NULL_BLOCK_HELD_FROM = (0, 29)
+# V1's hybrid allocator: sliding-window and full layers in groups of their own. vLLM 0.8.5 turns sliding windows into
+# full attention when both are present (v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs); 0.9.2 groups them
+# (the oracle's gemma-2, gemma-3 and gpt-oss cases); 0.9.0 and 0.9.1 are not checked, so 0.9 is taken.
+HYBRID_ALLOCATOR_FROM = (0, 9)
 
 
 @dataclass(eq=False)
