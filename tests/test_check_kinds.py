@@ -113,7 +113,7 @@ def test_production_stack_ray_pipeline_parallel(tmp_path):
 
 def test_the_real_files_are_all_read(tmp_path):
     report = check_paths([str(REAL)], Options(gpu="h100"))
-    assert report.count("checked") == len(list(REAL.glob("*.yaml"))) == 5 and report.count("skipped") == 0
+    assert report.count("checked") == len(list(REAL.glob("*.yaml"))) == 8 and report.count("skipped") == 0
     by_file = {}
     for f in report.findings:
         by_file.setdefault(Path(f.file).name, []).append(f)
@@ -152,4 +152,5 @@ def test_examples_hold_a_passing_and_a_failing_file_of_every_kind():
         assert exit_code(report.findings) == wanted, path
     assert kinds >= {"docker-compose file", "KubeAI Model", "KServe InferenceService", "engine options file",
                      "Kubernetes manifest", "production-stack Helm values", "vLLM --config file",
-                     "Hugging Face config.json"}
+                     "Hugging Face config.json", "KubeRay RayService", "Ray Serve LLM config",
+                     "llm-d ModelService values"}

@@ -29,9 +29,11 @@ def kinds() -> tuple[FileKind, ...]:
     from kvplan.check.crds import KServe, KubeAI
     from kvplan.check.helm import HelmValues
     from kvplan.check.kubernetes import Kubernetes
+    from kvplan.check.llmd import ModelService
+    from kvplan.check.ray import RayServeConfig, RayService
 
-    return (DeploymentList(), HelmValues(), Compose(), KServe(), KubeAI(), Kubernetes(), ModelConfig(),
-            EngineOptions(), VllmConfig())
+    return (DeploymentList(), HelmValues(), ModelService(), Compose(), KServe(), KubeAI(), RayService(),
+            Kubernetes(), RayServeConfig(), ModelConfig(), EngineOptions(), VllmConfig())
 
 
 def kind_named(name: str) -> FileKind:

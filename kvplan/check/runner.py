@@ -187,8 +187,8 @@ def _check_file(report: Report, found: Found, read: Read, rules: tuple[Rule, ...
 
 
 UNCLASSIFIED = ("not a file kind kvplan check reads (a kvplan deployment file, a vLLM --config file, a Kubernetes "
-                "workload, KServe, KubeAI, RayService, Helm values, compose, a TensorRT-LLM options file or a "
-                "config.json)")
+                "workload, KServe, KubeAI, RayService, a Ray Serve LLM config, llm-d values, Helm values, compose, "
+                "a TensorRT-LLM options file or a config.json)")
 _FILE_STATUS = {CHECKED: PASS, SKIPPED: SKIP, ERRORED: ERROR}
 
 
