@@ -135,6 +135,12 @@ class Deployment:
                                             engine_only=True)
     kv_offloading_backend: str = knob("str", "vLLM: the CPU KV tier's backend.", "native",
                                       choices=("native", "lmcache"), engine_only=True)
+    enable_hierarchical_cache: bool = knob("bool", "SGLang: a host-memory KV pool beside the GPU pool (HiCache).",
+                                           False, aliases=("enable-hicache",), engine_only=True)
+    hicache_ratio: float | None = knob("float", "SGLang: host KV pool tokens per GPU pool token.", minimum=0,
+                                       maximum=1000, exclusive_minimum=True, default_rule="2.0", engine_only=True)
+    hicache_size: int | None = knob("int", "SGLang: host KV pool size in GB (10^9 B) per rank; overrides the ratio.",
+                                    minimum=0, maximum=2**20, default_rule="0: the ratio decides", engine_only=True)
     max_total_tokens: int | None = knob("int", "SGLang: a cap on the KV pool, in tokens.", minimum=1,
                                         maximum=2**40, engine_only=True)
     max_mamba_cache_size: int | None = knob("int", "SGLang: Mamba / linear-attention state slots (the states then "

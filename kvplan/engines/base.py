@@ -91,8 +91,10 @@ class PoolRules:
         """The token count and the concurrency the engine prints for its pool."""
         return layout.reported_tokens(num_blocks), concurrency(num_blocks, per_request)
 
-    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout) -> tuple[int, list[str]]:
-        """Tokens of a CPU KV tier beside the GPU pool, and the notes that say so."""
+    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
+                     split: bool) -> tuple[int, list[str]]:
+        """Tokens of a CPU KV tier beside the GPU pool (tokens: the GPU pool's; split: in several pools), and the
+        notes that say so."""
         return 0, []
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:

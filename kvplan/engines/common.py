@@ -220,7 +220,7 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     tokens, concurrency_value = rules.logged(target, settings, layout, num_blocks, per_request)
     if split is not None:  # tokens: the engine's max_total_num_tokens; num_blocks stays the profiled pages
         concurrency_value, tokens = split.concurrency(length), split.pools[0].tokens
-    offload_tokens, offload_notes = rules.offload_tier(target, settings, layout)
+    offload_tokens, offload_notes = rules.offload_tier(target, settings, layout, tokens, split is not None)
     notes += offload_notes
     capacity = Capacity(
         num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),

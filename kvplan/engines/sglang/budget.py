@@ -21,9 +21,10 @@ replays of real logs land a few tens of MiB above the logged pool (docs/calibrat
 
 from __future__ import annotations
 
-from kvplan.capacity import SplitPools, TokenPool
+from kvplan.capacity import PoolLayout, SplitPools, TokenPool
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
+from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -245,6 +246,10 @@ class Sglang(PoolRules):
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         cap = target.deployment.max_total_tokens  # --max-total-tokens: at most this many tokens in the pool
         return blocks if cap is None else min(blocks, cap // settings.block_size)
+
+    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
+                     split: bool) -> tuple[int, list[str]]:
+        return host_tier(target.deployment, layout, tokens, split)
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         cap = target.deployment.max_total_tokens

@@ -79,5 +79,6 @@ DIALECT = Dialect(
     reads_words=attention_dp,
     flag_file=True,
     own_knobs=frozenset({"max_total_tokens", "max_mamba_cache_size", "mamba_full_memory_ratio",
-                         "swa_full_tokens_ratio", "attention_data_parallel_size"}),
+                         "swa_full_tokens_ratio", "attention_data_parallel_size", "enable_hierarchical_cache",
+                         "hicache_ratio", "hicache_size"}),
 )

@@ -423,7 +423,8 @@ class Vllm(PoolRules):
             tokens = int(num_blocks / per_request * length) if per_request else 0
         return tokens, value
 
-    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout) -> tuple[int, list[str]]:
+    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
+                     split: bool) -> tuple[int, list[str]]:
         return cpu_tier(target.deployment, layout)
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
