@@ -84,10 +84,13 @@ def test_only_chunked_local_attention_turns_the_hybrid_manager_off():
     # Llama 4 Scout's chunked layers (attention_chunk_size 8192) turn vLLM's hybrid KV cache manager off unless
     # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1; Gemma 2's sliding window (it also drops old tokens)
     # does not.
+    # The variable defaults to on from v0.14 (vLLM 0.14.0 envs.py "1", 0.13.0 "0").
     scout, gemma2 = resolve("meta-llama/Llama-4-Scout-17B-16E-Instruct"), resolve("google/gemma-2-9b-it")
-    assert vllm.hybrid_kv_manager(scout, Deployment()) is False
-    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True)) is True
-    assert vllm.hybrid_kv_manager(gemma2, Deployment()) is True
+    assert vllm.hybrid_kv_manager(scout, Deployment(), (0, 13)) is False
+    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True), (0, 13)) is True
+    assert vllm.hybrid_kv_manager(scout, Deployment(), (0, 14)) is True
+    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=False), (0, 33)) is False
+    assert vllm.hybrid_kv_manager(gemma2, Deployment(), (0, 13)) is True
 
 
 PREFIX_NOTE = "prefix caching taken as on (mamba_cache_mode align)"

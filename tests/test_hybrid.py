@@ -131,11 +131,11 @@ def test_pipeline_stages_share_the_whole_models_groups():
 
 
 def test_llama4_chunked_attention_turns_the_hybrid_manager_off():
-    # Llama 4 Scout: 48 layers, 8 KV heads x 128; 36 chunked + 12 global. vLLM without
-    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: one full spec, a block of 48 x 16 x 2 x 8 x 128 x 2 B
-    # = 3,145,728 B. With it: group size 12, 4 groups of 12 pages: 786,432 B.
+    # Llama 4 Scout: 48 layers, 8 KV heads x 128; 36 chunked + 12 global. vLLM with
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE off (0, or the default before v0.14): one full spec, a block
+    # of 48 x 16 x 2 x 8 x 128 x 2 B = 3,145,728 B. With it: group size 12, 4 groups of 12 pages: 786,432 B.
     spec = resolve("meta-llama/Llama-4-Scout-17B-16E-Instruct")
-    off = plan(spec, gpu="h200", tensor_parallel_size=1, kv_cache_memory_bytes=10 * GiB)
+    off = plan(spec, gpu="h200", tensor_parallel_size=1, kv_cache_memory_bytes=10 * GiB, chunked_hybrid_kv=False)
     on = plan(spec, gpu="h200", tensor_parallel_size=1, kv_cache_memory_bytes=10 * GiB, chunked_hybrid_kv=True)
     assert (off.layout.num_groups, off.layout.block_bytes) == (1, 3_145_728)
     assert (on.layout.num_groups, on.layout.block_bytes) == (4, 786_432)

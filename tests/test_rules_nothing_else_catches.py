@@ -41,8 +41,8 @@ def test_an_eagle_drafter_turns_llama4s_hybrid_manager_off_even_when_allowed() -
     # attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and always with an EAGLE drafter.
     scout = resolve("meta-llama/Llama-4-Scout-17B-16E-Instruct")
     eagle = {"method": "eagle", "model": "some/eagle-head", "num_speculative_tokens": 2}
-    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True)) is True
-    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True, speculative_config=eagle)) is False
+    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True), (0, 33)) is True
+    assert vllm.hybrid_kv_manager(scout, Deployment(chunked_hybrid_kv=True, speculative_config=eagle), (0, 33)) is False
 
 
 def test_mamba2_keeps_a_conv_row_per_draft_token() -> None:

@@ -107,3 +107,18 @@ def test_v0_8_caches_sliding_windows_as_full_attention_beside_full_layers():
     assert (old.capacity.num_blocks, old.capacity.tokens, old.capacity.max_concurrency) == (3900, 62400, 7.62)
     assert (new.capacity.num_blocks, new.capacity.tokens, new.capacity.max_concurrency) == (7801, 62400, 7.61)
     assert old.layout.num_groups == 1 and new.layout.num_groups == 2
+
+
+def test_chunked_local_attention_keeps_its_groups_by_default_from_v0_14():
+    # 18 §2.5. vLLM 0.14.0 envs.py: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1" (0.13.0: "0"),
+    # which config/vllm.py VllmConfig.__post_init__ reads before turning the hybrid KV cache manager off for chunked
+    # local attention. Llama 4 Scout (36 chunked + 12 full layers, 8 KV heads x 128, 16-token blocks): off, one group
+    # of 48 pages, 48 x 16 x 2 x 8 x 128 x 2 B = 3,145,728 B a block; on, 4 groups of 12 pages, 786,432 B.
+    knobs = {"model": "meta-llama/Llama-4-Scout-17B-16E-Instruct", "gpu": "h200", "kv_cache_memory_bytes": 10 * GiB,
+             "max_model_len": 131072}
+    old, new = plan("0.13.0", **knobs), plan("0.14.0", **knobs)
+    assert (old.layout.num_groups, old.layout.block_bytes) == (1, 3_145_728)
+    assert (new.layout.num_groups, new.layout.block_bytes) == (4, 786_432)
+    assert new.capacity.max_concurrency > 2 * old.capacity.max_concurrency
+    switched_off = plan("0.14.0", chunked_hybrid_kv=False, **knobs)
+    assert (switched_off.layout.num_groups, switched_off.layout.block_bytes) == (1, 3_145_728)

@@ -57,6 +57,9 @@ NULL_BLOCK_HELD_FROM = (0, 29)
 # full attention when both are present (v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs); 0.9.2 groups them
 # (the oracle's gemma-2, gemma-3 and gpt-oss cases); 0.9.0 and 0.9.1 are not checked, so 0.9 is taken.
 HYBRID_ALLOCATOR_FROM = (0, 9)
+# VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1" from vLLM 0.14.0 (envs.py; 0.13.0: "0"):
+# chunked local attention keeps its own KV groups unless the variable turns it off (issue 18 section 2.5).
+CHUNKED_HYBRID_KV_ON_FROM = (0, 14)
 
 
 @dataclass(eq=False)
@@ -173,6 +176,10 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(IN_FLIGHT_TOKENS_FROM, "window and chunked layers hold window - 1 + max_in_flight_tokens (0.26.0 "
                                   "v1/kv_cache_interface.py)"),
     Change(NULL_BLOCK_HELD_FROM, "the capacity check leaves the null block out (0.29.0 v1/core/kv_cache_utils.py)"),
+    Change(CHUNKED_HYBRID_KV_ON_FROM, "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE on by default (0.14.0 "
+                                      "envs.py)"),
+    Change(HYBRID_ALLOCATOR_FROM, "sliding-window and full layers in groups of their own (0.9.2; 0.8.5 "
+                                  "unify_hybrid_kv_cache_specs makes them full)"),
     Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
 ))
 
