@@ -53,7 +53,8 @@ class Deployment:
                                             env="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
     chunked_hybrid_kv: bool | None = knob("bool", "vLLM's VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE switch: "
                                           "chunked local attention keeps its own KV groups.",
-                                          default_rule="off: every layer caches every token", engine_flag=False,
+                                          default_rule="on from v0.14 (its envs.py); off: every layer caches every token",
+                                          engine_flag=False,
                                           env="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE")
     # engine knobs, by vLLM's names
     dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)

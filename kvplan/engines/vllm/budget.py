@@ -15,6 +15,7 @@ from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
+    CHUNKED_HYBRID_KV_ON_FROM,
     HYBRID_ALLOCATOR_FROM,
     IN_FLIGHT_TOKENS_FROM,
     LATEST,
@@ -119,15 +120,17 @@ def default_block_size(spec: ModelSpec, major: int | None, version: tuple[int, i
     return 16  # TRITON_MLA: consumer Blackwell (SM120) and older GPUs
 
 
-def hybrid_kv_manager(spec: ModelSpec, dep: Deployment) -> bool:
+def hybrid_kv_manager(spec: ModelSpec, dep: Deployment, version: tuple[int, int]) -> bool:
     """vLLM turns its hybrid KV cache manager off for models with chunked local attention (Llama 4's
-    attention_chunk_size) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and always with an EAGLE
-    drafter (config/vllm.py VllmConfig.__post_init__, v0.10+; the variable's default became on in later
-    versions, not modelled). Off, every layer caches every token (kv_cache_utils.unify_hybrid_kv_cache_specs)."""
+    attention_chunk_size) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set, and always with an
+    EAGLE drafter (config/vllm.py VllmConfig.__post_init__, v0.10+). The variable defaults to on from v0.14
+    (CHUNKED_HYBRID_KV_ON_FROM: vLLM 0.14.0 envs.py "1", 0.13.0 "0"). Off, every layer caches every token
+    (kv_cache_utils.unify_hybrid_kv_cache_specs)."""
     if not any(layer.attention_chunk for layer in spec.layers):
         return True
     method = str((dep.speculative_config or {}).get("method") or "").lower()
-    return bool(dep.chunked_hybrid_kv) and "eagle" not in method
+    allowed = version >= CHUNKED_HYBRID_KV_ON_FROM if dep.chunked_hybrid_kv is None else dep.chunked_hybrid_kv
+    return bool(allowed) and "eagle" not in method
 
 
 def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
@@ -386,7 +389,8 @@ class Vllm(PoolRules):
 
 
     def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
-        return not hybrid_kv_manager(target.spec, target.deployment) or sliding_as_full(target.spec, settings)
+        return (not hybrid_kv_manager(target.spec, target.deployment, _release(settings))
+                or sliding_as_full(target.spec, settings))
 
     def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
                       model_bytes: int) -> list[Layer]:
