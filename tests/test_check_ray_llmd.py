@@ -108,6 +108,10 @@ def test_a_quoted_serve_config_keeps_its_key_line_and_a_broken_one_is_an_error(t
     assert exit_code(broken) == 2
     error = by_rule(broken)["KV000"]
     assert error.status == "error" and "serveConfigV2 is not YAML" in error.message and "\n" not in error.message
+    assert error.line == 15 and "at line 15 " in error.message  # the block's line 10 is the file's 5 + 10
+    middle = by_rule(findings(tmp_path, RAY_SERVICE.replace("PLACEMENT", "").replace("- name: llms",
+                                                                                    "- name: llms: x")))["KV000"]
+    assert middle.line == 7 and "at line 7 column 17: mapping values" in middle.message  # `    - name: llms: x`
 
 
 def test_an_llm_config_given_as_a_file_is_read_from_beside_it(tmp_path):

@@ -175,13 +175,21 @@ def serve_config(source: Source, text: str) -> Source:
 
     start = source.line("spec", "serveConfigV2") or 1
     where = source.where("spec", "serveConfigV2")
+    rows = source.text.splitlines()
+    literal = bool(LITERAL.search(rows[start - 1] if start <= len(rows) else ""))
     try:
         documents = load_located(text, where)
-    except KvplanError as exc:
-        raise LocatedError(f"serveConfigV2 is not YAML ({exc.message})", where, start) from None
+    except KvplanError as exc:  # a | block's line n is the file's line start + n
+        found = re.search(r" at line (\d+) column (\d+)", exc.message)
+        line = start + int(found.group(1)) if found and literal else start
+        if found and literal:  # and its columns are right of the block's indentation
+            indent = next((len(r) - len(r.lstrip()) for r in rows[start:] if r.strip()), 0)
+            column = int(found.group(2)) + indent
+            message = exc.message.replace(found.group(0), f" at line {line} column {column}")
+        else:
+            message = exc.message
+        raise LocatedError(f"serveConfigV2 is not YAML ({message})", where, line) from None
     document, lines = documents[0] if documents else (None, {})
-    row = source.text.splitlines()[start - 1] if source.text and start <= len(source.text.splitlines()) else ""
-    literal = bool(LITERAL.search(row))
     located = {path: start + line if literal else start for path, line in lines.items()}
     return Source(source.path, document, located, source.text)
 
