@@ -49,3 +49,13 @@ def test_unmodelled_layouts_are_refused_in_one_line():
                              "--gpu", "h100", "--cpu-offload-gb", "4"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "--cpu-offload-gb: cpu_offload_gb is modelled for unquantized dense" in result.stderr
+
+
+def test_sglang_moves_the_same_parameters_and_its_pool_gets_them():
+    # SGLang 0.5.23 utils/offloader.py OffloaderV1: the same walk over the stage's decoder layers
+    base = estimate("Qwen/Qwen2.5-7B", gpu="rtx4090", engine="sglang", max_model_len=32768)
+    off = estimate("Qwen/Qwen2.5-7B", gpu="rtx4090", engine="sglang", max_model_len=32768, cpu_offload_gb=4)
+    moved, _ = moved_by_hand(4 * 2**30)
+    assert base.memory.weights_bytes - off.memory.weights_bytes == moved
+    assert off.memory.kv_cache_bytes - base.memory.kv_cache_bytes == moved
+    assert (base.capacity.tokens, off.capacity.tokens) == (99_637, 178_553)

@@ -127,8 +127,9 @@ class Deployment:
                                            engine_only=True)
     specialize_active_lora: bool = knob("bool", "vLLM: CUDA graphs captured for each power of two of active LoRAs.",
                                         False, engine_only=True)
-    cpu_offload_gb: float | None = knob("float", "vLLM: GiB of weights per GPU moved to pinned CPU memory (whole "
-                                        "parameters of the first decoder layers, until the amount is reached).",
+    cpu_offload_gb: float | None = knob("float", "vLLM, SGLang: GiB of weights per GPU moved to pinned CPU memory "
+                                        "(whole parameters of the first decoder layers, until the amount is "
+                                        "reached).",
                                         minimum=0, maximum=2**20, default_rule="0: none", engine_only=True)
     kv_offloading_size: float | None = knob("float", "vLLM: GiB of pinned host memory for a CPU KV tier (summed "
                                             "over the TP ranks); the GPU pool is unchanged.", minimum=0,

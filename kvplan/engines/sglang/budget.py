@@ -25,6 +25,7 @@ from kvplan.capacity import PoolLayout, SplitPools, TokenPool
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.sglang.hicache import host_tier
+from kvplan.engines.sglang.offload import offloaded_weights
 from kvplan.engines.sglang.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -216,6 +217,10 @@ class Sglang(PoolRules):
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         dep, total = target.deployment, target.gpu.memory_bytes
+        moved = offloaded_weights(target.spec, dep, decoder_layers,
+                                  dtype_bytes(common.model_dtype(target.spec, dep, target.gpu)[0]))
+        if moved and dep.weights_memory_bytes is None:
+            weights_bytes -= moved.moved_bytes
         fraction = settings.gpu_memory_utilization or 1
         before = max(total - CUDA_CONTEXT_BYTES, 0)
         held_back = int(before * (1 - fraction))
@@ -305,6 +310,11 @@ class Sglang(PoolRules):
         else:
             notes = [f"mem_fraction_static {fraction}" + ("" if given else " (SGLang's default heuristic for this GPU)")
                      + f"; held back: {1 - (fraction or 1):.3f} of the memory free before the weights load"]
+        moved = offloaded_weights(target.spec, target.deployment,
+                                  target.spec.num_layers // target.deployment.pipeline_parallel_size,
+                                  dtype_bytes(common.model_dtype(target.spec, target.deployment, target.gpu)[0]))
+        if moved:
+            notes.append(moved.note(target.deployment.gpu_count))
         if not given and target.spec.params.vision and _vision_tower(target) is None:
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")

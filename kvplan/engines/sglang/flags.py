@@ -528,7 +528,6 @@ NOTED: dict[str, tuple[str, str]] = {
     "lora-use-virtual-experts": ("bool", "MoE LoRA through virtual experts"),
     "enable-two-batch-overlap": ("bool", "two-batch overlap: micro-batching changes the activation peak"),
     "enable-single-batch-overlap": ("bool", "single-batch overlap: communication buffers"),
-    "cpu-offload-gb": ("value", "GB of weights kept in CPU memory: fewer weight bytes on the GPU"),
     "offload-group-size": ("value", "layer-group weight offloading"),
     "offload-num-in-group": ("value", "layers offloaded per group"),
     "offload-prefetch-step": ("value", "how far ahead offloaded weights are prefetched"),

@@ -32,7 +32,7 @@ class Offload:
     layers: int  # decoder layers touched (the last one may be partly moved)
 
     def note(self, gpus: int) -> str:
-        return (f"weights offloaded to CPU (--cpu-offload-gb, UVA): {self.moved_bytes / GiB:.2f} GiB per GPU "
+        return (f"weights offloaded to CPU (--cpu-offload-gb): {self.moved_bytes / GiB:.2f} GiB per GPU "
                 f"({self.parameters} whole parameters of the first {self.layers} decoder layers of each stage), read "
                 f"from pinned host memory every step; the host needs {self.moved_bytes * gpus / GiB:.2f} GiB for "
                 f"the {gpus} GPU(s)")
