@@ -109,19 +109,22 @@ class Deployment:
                                           short=("O",), engine_only=True)
     num_gpu_blocks_override: int | None = knob("int", "vLLM: this many KV blocks, whatever the memory budget says.",
                                                minimum=1, maximum=2**40, engine_only=True)
-    enable_lora: bool = knob("bool", "vLLM: LoRA slots on the GPU (stacked A and B buffers per wrapped layer).",
+    enable_lora: bool = knob("bool", "vLLM, SGLang: LoRA slots on the GPU (A and B buffers per wrapped layer).",
                              False, engine_only=True)
     max_loras: int | None = knob("int", "vLLM: LoRA slots (adapters in one batch).", minimum=1, maximum=2**16,
                                  default_rule="1", engine_only=True)
-    max_lora_rank: int | None = knob("int", "vLLM: the rank every LoRA slot is sized for.", minimum=1, maximum=512,
+    max_lora_rank: int | None = knob("int", "vLLM, SGLang: the rank every LoRA slot is sized for.", minimum=1, maximum=512,
                                      default_rule="16", engine_only=True)
     max_cpu_loras: int | None = knob("int", "vLLM: adapters cached in CPU memory (at least max_loras).", minimum=1,
                                      maximum=2**20, default_rule="max_loras", engine_only=True)
     lora_dtype: str | None = knob("str", "vLLM: dtype of the LoRA slots.", default_rule="the model's dtype",
                                   choices=("auto", "float16", "bfloat16"), engine_only=True)
+    max_loras_per_batch: int | None = knob("int", "SGLang: LoRA slots on the GPU (adapters in one batch, the base "
+                                           "model's included).", minimum=1, maximum=2**16, default_rule="8",
+                                           engine_only=True)
     fully_sharded_loras: bool = knob("bool", "vLLM: LoRA slots sharded over TP in both A and B.", False,
                                      engine_only=True)
-    lora_target_modules: str | None = knob("str", "vLLM: the modules that get LoRA slots (names separated by commas "
+    lora_target_modules: str | None = knob("str", "vLLM, SGLang: the modules that get LoRA slots (names separated by commas "
                                            "or spaces: qkv_proj, o_proj, gate_up_proj, down_proj, or q_proj, ...).",
                                            default_rule="every linear layer the model's LoRA support wraps",
                                            engine_only=True)

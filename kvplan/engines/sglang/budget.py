@@ -25,6 +25,8 @@ from kvplan.capacity import PoolLayout, SplitPools, TokenPool
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.sglang.hicache import host_tier
+from kvplan.engines.sglang.lora import lora_pool
+from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
 from kvplan.engines.sglang.releases import RELEASES
 from kvplan.errors import KvplanError
@@ -221,6 +223,9 @@ class Sglang(PoolRules):
                                   dtype_bytes(common.model_dtype(target.spec, dep, target.gpu)[0]))
         if moved and dep.weights_memory_bytes is None:
             weights_bytes -= moved.moved_bytes
+        lora = lora_pool(target.spec, dep, common.model_dtype(target.spec, dep, target.gpu)[0])
+        if lora and dep.weights_memory_bytes is None:
+            weights_bytes += lora.layer_bytes * decoder_layers
         fraction = settings.gpu_memory_utilization or 1
         before = max(total - CUDA_CONTEXT_BYTES, 0)
         held_back = int(before * (1 - fraction))
@@ -315,6 +320,10 @@ class Sglang(PoolRules):
                                   dtype_bytes(common.model_dtype(target.spec, target.deployment, target.gpu)[0]))
         if moved:
             notes.append(moved.note(target.deployment.gpu_count))
+        lora = lora_pool(target.spec, target.deployment,
+                         common.model_dtype(target.spec, target.deployment, target.gpu)[0])
+        if lora:
+            notes.append(lora_note(lora, target.spec.num_layers // target.deployment.pipeline_parallel_size))
         if not given and target.spec.params.vision and _vision_tower(target) is None:
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
