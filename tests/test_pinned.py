@@ -69,17 +69,18 @@ def test_levers_qwen7b_rtx4090_full_context_order_and_values():
     # fp8 KV: 6,369,512,478 // 458,752 = 13,884 blocks -> 222,144 tokens.
     # fp8 weights: 6,525,621,760 + 2,179,989,504 = 8,705,611,264 (+ RoPE) -> pool 12,895,134,238 // 917,504 = 14,054
     #   -> 224,864 tokens.
-    # max_model_len: longest fit 6,942 x 16 = 111,072, already a multiple of the 16-token block.
+    # max_model_len: longest fit 6,941 x 16 = 111,056: from v0.29 the capacity check leaves the null block out of the
+    #   6,942 (vLLM 0.29.0 v1/core/kv_cache_utils.py get_kv_cache_configs, 0.33.0 kv_cache_planning.py).
     # Sorted fitting first, then by tokens, cut at 5: utilization 0.95 (int(25,383,256,719 x 0.95) = 24,114,093,883
     #   -> pool 7,131,010,180 // 917,504 = 7,772 blocks = 124,352 tokens < 131,072, does not fit) is the 6th, left off.
     assert lever_flags(plan) == ["--tensor-parallel-size 2", "--quantization awq (with a 4-bit checkpoint)",
-                                 "--quantization fp8", "--kv-cache-dtype fp8", "--max-model-len 111072"]
+                                 "--quantization fp8", "--kv-cache-dtype fp8", "--max-model-len 111056"]
     assert [lever["tokens"] for lever in plan["levers"]] == [418_480, 279_536, 224_864, 222_144, 111_072]
     assert all(lever["fits"] for lever in plan["levers"])
     assert plan["levers"][0]["max_concurrency"] == 3.19
     # concurrency of the max_model_len lever: 6,942 blocks / cdiv(111,072, 16) = 6,942 / 6,942
     assert plan["levers"][-1]["max_concurrency"] == 1.0
-    assert plan["capacity"]["max_model_len_that_fits"] == 111_072
+    assert plan["capacity"]["max_model_len_that_fits"] == 111_056
 
 
 def test_levers_llama70b_rtx4090_only_tp8_with_fp8():
