@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.models.model import ModelSpec
+from kvplan.models.modelopt import excluded_roles
 
 FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # AutoRound (quantization/auto_round.py AutoRoundConfig) loads through vLLM's GPTQ or AWQ linear methods by its
@@ -145,6 +146,8 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
     quant = spec.quantization
     experts = spec.params.experts
     dense = linear - experts
+    if method in MODELOPT_BYTES and quant is not None and quant.source and spec.params.by_layer:
+        return modelopt_bytes(spec, linear, dtype_bytes, method), ""
     if method is None:
         return (dense * dtype_bytes, experts * dtype_bytes), ""
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
@@ -166,3 +169,39 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
         return (packed(dense), packed(experts)), ""
     return (dense * dtype_bytes, experts * dtype_bytes), (f"quantization {method!r} is not modelled; weights "
                                                           "counted at the model dtype")
+
+
+def _fp8(count: int, group: int) -> int:
+    return count
+
+
+def _nvfp4(count: int, group: int) -> int:
+    return count // 2 + count // group
+
+
+# Bytes of `count` weights of one linear module as ModelOpt stores them (vLLM 0.33.0 quantization/modelopt.py
+# create_weights, KFp8StaticTensor and KNvfp4Static): FP8 one byte a weight; NVFP4 two 4-bit values a byte and
+# one float8_e4m3fn scale per group_size (16) values along the input. The per-module float32 scalars (FP8's
+# weight_scale and input_scale, NVFP4's weight_scale_2 and input_scale: 8 bytes a module) are not counted, nor the
+# per-channel scales of FP8_PER_CHANNEL_PER_TOKEN (4 bytes an output row) or FP8_PB_WO's 128 x 128 block scales.
+MODELOPT_BYTES = {"modelopt": _fp8, "modelopt_fp4": _nvfp4}
+
+
+def modelopt_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str) -> tuple[int, int]:
+    """(outside the routed experts, routed experts) bytes of the decoder of a ModelOpt checkpoint, weighed per
+    layer and role: a role that exclude_modules names stays at the model dtype, as do the norms, biases,
+    convolutions, SSM parameters and routers of every layer (no ModelOpt format quantizes them); `linear`: the
+    decoder's parameters with the final norm."""
+    quant = spec.quantization
+    excluded = quant.unquantized if quant is not None else ()
+    weigh = MODELOPT_BYTES[method]
+    group = (quant.group_size if quant is not None else None) or 16
+    dense = experts = 0
+    for index, layer in enumerate(spec.params.by_layer):
+        roles = excluded_roles(excluded, index)
+        dense += layer.loose * dtype_bytes
+        for role, count in (("mixer", layer.mixer), ("mlp", layer.mlp)):
+            dense += count * dtype_bytes if role in roles else weigh(count, group)
+        experts += layer.experts * dtype_bytes if "experts" in roles else weigh(layer.experts, group)
+    counted = sum(p.mixer + p.mlp + p.experts + p.loose for p in spec.params.by_layer)
+    return dense + (linear - counted) * dtype_bytes, experts

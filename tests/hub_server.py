@@ -43,6 +43,10 @@ class FakeHub:
         self.server.shutdown()
         self.server.server_close()
 
+    def serve_quant_config(self, repo: str, content: bytes, revision: str = "main") -> None:
+        """ModelOpt's hf_quant_config.json beside the repo's config.json, as a ModelOpt checkpoint has it."""
+        self.extra[(repo, revision, "hf_quant_config.json")] = content
+
     def answer(self, handler: BaseHTTPRequestHandler, body: bool) -> None:
         path = unquote(urlparse(handler.path).path)
         self.requests.append(f"{handler.command} {path}")

@@ -124,7 +124,9 @@ def show(model: ModelArg, json_output: JsonFlag = False, revision: RevisionOpt =
                       f"no MLP {list(m.mlp_free_layers)}")
     if spec.quantization:
         q = spec.quantization
-        console().print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}")
+        kv = f", KV cache {q.kv_cache_quant_algo}" if q.kv_cache_quant_algo else ""
+        console().print(f"quantization: {q.method}, {q.bits} bits, group {q.group_size}{kv}"
+                        + (f" (from {q.source})" if q.source else ""))
     for note in spec.notes:
         console().print(f"[yellow]note:[/yellow] {note}")
 
@@ -152,7 +154,9 @@ def import_spec(
     if params is not None and params <= 0:
         raise KvplanError(f"must be positive, got {params}", "--params")
     accessed: set[tuple[str, ...]] = set()
-    parse_config(data, name, SpecSource("local", str(config_path)), str(config_path), accessed)
+    quant = sources.quant_document(config_path)
+    parse_config(data, name, SpecSource("local", str(config_path)), str(config_path), accessed,
+                 quant_file=sources.read_quant_file(config_path))
     meta: dict[str, object] = {"source": source or str(config_path.resolve()), "revision": None}
     if params is not None:
         meta["params"] = params
@@ -167,7 +171,7 @@ def import_spec(
                           "everywhere; pass --id another name, or --force to override the bundled spec",
                           "--id" if model_id else str(config_path))
     target_dir.mkdir(parents=True, exist_ok=True)
-    text = sources.dump_document(name, trimmed(data, accessed), meta)
+    text = sources.dump_document(name, trimmed(data, accessed), meta, quant)
     handle, temp = tempfile.mkstemp(dir=target_dir, suffix=".tmp")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(text)

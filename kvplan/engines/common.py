@@ -52,7 +52,7 @@ def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings
     weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep),
                             settings.mxfp4_experts if settings is not None else None)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
-    notes = [note for note in (dtype_note, weights.note, draft_note) if note]
+    notes = [note for note in (dtype_note, weights.note, draft_note, modelopt_kv_note(spec, dep, kv_name)) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append(FLAT_POOL_NOTE)
     unified = settings is not None and rules.unified(target, settings)
@@ -102,6 +102,22 @@ def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:
     if dep.kv_cache_dtype == "auto":
         return model, kv_cache_format(model, model_where)
     return dep.kv_cache_dtype, kv_cache_format(dep.kv_cache_dtype, dep.where("kv_cache_dtype"))
+
+
+def modelopt_fp8_kv(spec: ModelSpec) -> bool:
+    """Whether the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8 (kvplan.models.modelopt)."""
+    quant = spec.quantization
+    return quant is not None and bool(quant.source) and quant.kv_cache_quant_algo == "FP8"
+
+
+def modelopt_kv_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | None:
+    if dep.kv_cache_dtype != "auto" or not modelopt_fp8_kv(spec):
+        return None
+    if kv_name == "fp8_e4m3":
+        return "KV cache in fp8_e4m3: the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8"
+    return (f"the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8; kvplan applies it to "
+            f"kv_cache_dtype auto only in the releases read to do so (vLLM 0.14.0+, SGLang 0.5.9+; TensorRT-LLM's "
+            f"1.2 sources were not reachable): KV cache in {kv_name}")
 
 
 def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:

@@ -87,10 +87,12 @@ def language_fields(top: ConfigFields) -> ConfigFields:
 
 
 def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where: str | None = None,
-                 accessed: set[tuple[str, ...]] | None = None, allow_unmodelled: bool = False) -> ModelSpec:
+                 accessed: set[tuple[str, ...]] | None = None, allow_unmodelled: bool = False,
+                 quant_file: Quantization | None = None) -> ModelSpec:
     """Build the spec; `accessed`, when given, collects the key paths the parser read. A key that changes the KV
     layout or the weights and that the parser did not read (kvplan.models.unmodelled) refuses the config, or with
-    allow_unmodelled is named in a note."""
+    allow_unmodelled is named in a note. quant_file: the hf_quant_config.json beside it (kvplan.models.modelopt),
+    which vLLM takes only where config.json has no quantization_config."""
     where = where or source.location
     accessed = set() if accessed is None else accessed
     top = ConfigFields(data, where, accessed=accessed)
@@ -110,7 +112,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     moe = _moe(lm, num_layers, intermediate)
     tie = _tied(top, lm, family)
     dtype = lm.text(("torch_dtype", "dtype")) or top.text(("torch_dtype", "dtype")) or "float32"
-    quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config"))
+    quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config")) or quant_file
     max_context, context_note = _max_context(lm, family)
     notes = [context_note] if context_note else []
 

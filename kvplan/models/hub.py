@@ -49,6 +49,7 @@ from huggingface_hub.utils import disable_progress_bars  # noqa: E402
 from huggingface_hub.utils import logging as hf_logging  # noqa: E402
 
 from kvplan.models.model import SpecSource  # noqa: E402
+from kvplan.models.modelopt import QUANT_FILE  # noqa: E402
 
 OFFLINE_HINT = "use a bundled id (kvplan models list) or a local config.json path"
 
@@ -125,6 +126,20 @@ def download_config(repo_id: str, revision: str | None, token: str | None,
     except (HfHubHTTPError, LocalEntryNotFoundError, EntryNotFoundError, OSError) as exc:
         raise _hub_error(exc, where, revision, suggestions) from None
     return Path(path), SpecSource("hub", f"{constants.ENDPOINT}/{repo_id}", revision)
+
+
+def download_quant_config(repo_id: str, revision: str | None, token: str | None, live: bool) -> Path | None:
+    """ModelOpt's hf_quant_config.json beside config.json (vLLM 0.33.0 transformers_utils/config.py get_config reads
+    it where config.json has no quantization_config); None where the repo has none, or the Hub cannot say and
+    nothing is cached. live: config.json came from the Hub just now (else from the cache: no request is made)."""
+    cached = try_to_load_from_cache(repo_id, QUANT_FILE, revision=revision)
+    if constants.HF_HUB_OFFLINE or not live:
+        return Path(cached) if isinstance(cached, str) else None
+    try:
+        return Path(hf_hub_download(repo_id, QUANT_FILE, revision=revision, token=token,
+                                    etag_timeout=probe_timeout()))
+    except (HfHubHTTPError, LocalEntryNotFoundError, EntryNotFoundError, OSError):
+        return Path(cached) if isinstance(cached, str) else None
 
 
 def _cached_or_unreachable(repo_id: str, revision: str | None, where: str, why: str) -> tuple[Path, SpecSource]:

@@ -47,6 +47,21 @@ class Quantization:
     bits: int | None = None
     group_size: int | None = None
     unquantized: tuple[str, ...] = ()
+    # ModelOpt's kv_cache_quant_algo ("FP8", "NVFP4"), upper-cased; None: the KV cache is not quantized
+    kv_cache_quant_algo: str | None = None
+    source: str = ""  # the file it was read from where not config.json (hf_quant_config.json)
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """One decoder layer's parameters by what a quantized checkpoint does with them: its mixer's linear
+    projections, its MLP's outside the routed experts, the routed experts', and the rest (norms, biases,
+    convolutions, SSM per-head parameters, the router), which no weight format quantizes."""
+
+    mixer: int
+    mlp: int
+    experts: int
+    loose: int
 
 
 @dataclass(eq=False)
@@ -61,6 +76,7 @@ class ParamCount:
     lm_head: int = 0
     experts: int = 0
     vision: int = 0
+    by_layer: tuple[LayerParams, ...] = ()  # each decoder layer, in order (empty: not counted per layer)
 
     @property
     def linear_non_expert(self) -> int:
@@ -145,6 +161,17 @@ def layer_runs(layers: tuple[Layer, ...]) -> list[dict[str, Any]]:
     return runs
 
 
+def _quantization_dict(quant: Quantization | None) -> dict[str, Any] | None:
+    """The checkpoint's quantization; ModelOpt's KV algorithm and source file only where they are set."""
+    if quant is None:
+        return None
+    shown = asdict(quant)
+    for key in ("kv_cache_quant_algo", "source"):
+        if not shown[key]:
+            del shown[key]
+    return shown
+
+
 def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
     return {
         **spec.summary(),
@@ -162,7 +189,7 @@ def spec_to_dict(spec: ModelSpec) -> dict[str, Any]:
         "params_breakdown": {"embeddings": spec.params.embeddings, "lm_head": spec.params.lm_head,
                              "experts": spec.params.experts, "vision": spec.params.vision},
         "moe": asdict(spec.moe) if spec.moe else None,
-        "quantization": asdict(spec.quantization) if spec.quantization else None,
+        "quantization": _quantization_dict(spec.quantization),
         "mtp_layers": spec.mtp_layers,
         "stored_weight_bytes": spec.stored_weight_bytes,
         "kv_bytes_per_token_16bit": spec.kv_bytes_per_token(2),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
 from kvplan.models.layers import Layer, Mamba2State
-from kvplan.models.model import MoE, ParamCount
+from kvplan.models.model import LayerParams, MoE, ParamCount
 
 
 @dataclass(eq=False)
@@ -38,16 +38,20 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         pad = lm.optional_int("pad_vocab_size_multiple") or 1
         vocab = -(-vocab // pad) * pad
 
-    decoder = experts = 0
     mixers = _Mixers(lm, family, hidden, heads, intermediate)
+    by_layer = []
     for index, layer in enumerate(layers):
-        decoder += layer.mixer_params(mixers)
+        before = mixers.loose
+        mixer = layer.mixer_params(mixers)
+        mixer_loose = mixers.loose - before
         if not _has_mlp(lm, layer):
-            decoder += norm
+            by_layer.append(LayerParams(mixer - mixer_loose, 0, 0, mixer_loose + norm))
             continue
-        mlp, expert_part = _mlp(lm, family, hidden, intermediate, moe, index)
-        experts += expert_part
-        decoder += mlp + norms_per_layer * norm
+        mlp, expert_part, mlp_loose = _mlp(lm, family, hidden, intermediate, moe, index)
+        by_layer.append(LayerParams(mixer - mixer_loose, mlp - expert_part - mlp_loose, expert_part,
+                                    mixer_loose + mlp_loose + norms_per_layer * norm))
+    decoder = sum(p.mixer + p.mlp + p.experts + p.loose for p in by_layer)
+    experts = sum(p.experts for p in by_layer)
 
     embeddings = vocab * hidden
     if family.position_rows_extra is not None:
@@ -65,7 +69,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         "published count" if not family.exact else
         "parameter count approximate: the vision tower's parameters are estimated")
     return ParamCount(total=total, exact=exact, note=note, embeddings=embeddings, lm_head=lm_head,
-                      experts=experts, vision=vision)
+                      experts=experts, vision=vision, by_layer=tuple(by_layer))
 
 
 def _interleaved_by_period(lm: ConfigFields) -> bool:
@@ -114,6 +118,9 @@ class _Mixers:
     hidden: int
     heads: int
     intermediate: int
+    # running sum of the mixers' parameters outside their linear projections (norms, biases, convolutions, SSM
+    # per-head parameters): what a quantized checkpoint keeps at the model dtype
+    loose: int = 0
 
     def kv_attention(self, kv_heads: int, head_dim: int) -> int:
         lm, family, hidden, heads = self.lm, self.family, self.hidden, self.heads
@@ -130,15 +137,10 @@ class _Mixers:
             # q_proj also yields a per-channel output gate; vLLM's Qwen3-Next attention reads
             # attn_output_gate with a default of true
             total += hidden * q_width
-        if qkv_bias:
-            total += q_width + 2 * kv_width
-        if o_bias:
-            total += hidden
-        if family.qk_norm:
-            total += 2 * head_dim
-        if family.attention_sinks:
-            total += heads
-        return total
+        loose = (q_width + 2 * kv_width if qkv_bias else 0) + (hidden if o_bias else 0)
+        loose += (2 * head_dim if family.qk_norm else 0) + (heads if family.attention_sinks else 0)
+        self.loose += loose
+        return total + loose
 
     def latent_attention(self) -> int:
         lm, hidden, heads = self.lm, self.hidden, self.heads
@@ -149,6 +151,7 @@ class _Mixers:
         q_lora = lm.optional_int("q_lora_rank")
         q_width = heads * (nope + rope)
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
+        self.loose += kv_lora + (q_lora or 0)  # the q_a and kv_a layernorms
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
                 + heads * v_dim * hidden + self._sparse_indexer(q_lora or hidden))
 
@@ -159,6 +162,7 @@ class _Mixers:
         if not index_heads:
             return 0
         index_dim = self.lm.integer("index_head_dim")
+        self.loose += 2 * index_dim  # the key's LayerNorm
         return q_input * index_heads * index_dim + self.hidden * index_dim + 2 * index_dim + self.hidden * index_heads
 
     def mamba2_mixer(self, state: Mamba2State) -> int:
@@ -172,6 +176,7 @@ class _Mixers:
         conv_bias = conv_dim if _first_flag(lm, ("use_conv_bias", "mamba_conv_bias"), True) else 0
         proj_bias = projected + hidden if _first_flag(lm, ("use_bias", "mamba_proj_bias"), False) else 0
         norm = state.inner if lm.flag("mamba_rms_norm", True) else 0
+        self.loose += conv_dim * state.conv_kernel + conv_bias + 3 * state.heads + norm + proj_bias
         return (hidden * projected + conv_dim * state.conv_kernel + conv_bias + 3 * state.heads + norm
                 + state.inner * hidden + proj_bias)
 
@@ -191,6 +196,7 @@ class _Mixers:
         value_dim = lm.integer("linear_value_head_dim")
         value = value_heads * value_dim
         conv = lm.integer("linear_conv_kernel_dim", 4)
+        self.loose += (2 * key + value) * conv + 2 * value_heads + value_dim
         return (hidden * (2 * key + 2 * value) + hidden * 2 * value_heads + (2 * key + value) * conv
                 + 2 * value_heads + value_dim + value * hidden)
 
@@ -206,6 +212,7 @@ class _Mixers:
         conv_bias = inner if _first_flag(lm, ("use_conv_bias", "mamba_conv_bias"), True) else 0
         proj_bias = 2 * inner + hidden if _first_flag(lm, ("use_bias", "mamba_proj_bias"), False) else 0
         inner_norms = dt_rank + 2 * state if _interleaved_by_period(lm) else 0
+        self.loose += inner * conv + conv_bias + inner + inner * state + inner + proj_bias + inner_norms
         return (hidden * 2 * inner + inner * conv + conv_bias
                 + inner * (dt_rank + 2 * state) + dt_rank * inner + inner
                 + inner * state + inner + inner * hidden + proj_bias + inner_norms)
@@ -228,14 +235,17 @@ def _first_flag(lm: ConfigFields, keys: tuple[str, ...], default: bool) -> bool:
 
 
 def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: MoE | None,
-         index: int) -> tuple[int, int]:
-    """Parameters of one layer's MLP, and how many of them are routed experts."""
+         index: int) -> tuple[int, int, int]:
+    """Parameters of one layer's MLP, how many of them are routed experts, and how many sit outside every
+    linear projection but the routed experts' (biases, the router: vLLM 0.33.0 builds routers unquantized, e.g.
+    nemotron_h.py's GateLinear without a quant_config)."""
     bias = lm.flag("bias", False) if lm.has("bias") else family.mlp_bias  # Falcon: one switch for all
     if moe is None or not _has_experts(lm, moe, index):
         # Llama 4's intermediate_size_mlp; MiniMax-M3's dense_intermediate_size (vLLM 0.33.0
         # models/minimax_m3/nvidia/model.py: its dense layers' MiniMaxM3MLP)
         size = lm.optional_int(("intermediate_size_mlp", "dense_intermediate_size")) if moe else None
-        return _dense_mlp(family, hidden, size or intermediate, bias), 0
+        size = size or intermediate
+        return _dense_mlp(family, hidden, size, bias), 0, _mlp_bias(family, hidden, size, bias)
     # A latent MoE (vLLM 0.33.0 nemotron_h.py NemotronHMoE): the router and shared experts read the hidden state,
     # the routed experts its moe_latent_size-wide projection (fc1_latent_proj hidden -> latent, fc2_latent_proj
     # back, each with mlp_bias)
@@ -243,23 +253,36 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     expert = _dense_mlp(family, width, moe.expert_intermediate_size, bias)
     experts = moe.num_experts * expert
     router = hidden * moe.num_experts + (moe.num_experts if bias else 0)
+    loose = router  # outside the quantized linears: the router, the biases, the shared expert's gate
     if moe.latent_size:
         router += 2 * hidden * moe.latent_size + ((moe.latent_size + hidden) if bias else 0)
+        loose += (moe.latent_size + hidden) if bias else 0
     shared = (_dense_mlp(family, hidden, moe.shared_intermediate_size, bias)
               if moe.shared_intermediate_size else 0)
+    loose += _mlp_bias(family, hidden, moe.shared_intermediate_size, bias)
     if lm.flag("enable_moe_block", False):  # Gemma 4 26B: a dense MLP beside the experts in every layer
         shared += _dense_mlp(family, hidden, intermediate, bias)
+        loose += _mlp_bias(family, hidden, intermediate, bias)
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
+        loose += hidden
     if lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
         router += moe.num_experts  # e_score_correction_bias
-    return experts + router + shared, experts
+        loose += moe.num_experts
+    return experts + router + shared, experts, loose
 
 
 def _has_experts(lm: ConfigFields, moe: MoE, index: int) -> bool:
     """Layers the config leaves dense (first_k_dense_replace, mlp_only_layers, Jamba's expert_layer_period and
     offset: kvplan.models.hf_config) have one MLP instead of experts."""
     return index not in moe.dense_layers
+
+
+def _mlp_bias(family: Family, hidden: int, size: int, bias: bool) -> int:
+    """The biases of a dense MLP of `size` (0 without biases, or for a size of 0)."""
+    if not bias or not size:
+        return 0
+    return (2 * size + hidden) if family.gated_mlp else (size + hidden)
 
 
 def _dense_mlp(family: Family, hidden: int, size: int, bias: bool) -> int:

@@ -12,7 +12,8 @@ from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models.hf_config import load_json, parse_config
-from kvplan.models.model import ModelSpec, ParamCount, SpecSource
+from kvplan.models.model import ModelSpec, ParamCount, Quantization, SpecSource
+from kvplan.models.modelopt import QUANT_FILE, parse_quant_config
 
 USER_SPEC_DIR_ENV = "KVPLAN_SPEC_DIR"
 # User specs come before bundled ones: importing a spec under a bundled id replaces it.
@@ -104,8 +105,10 @@ def read_spec_file(spec_file: SpecFile, overrides: dict[str, Any] | None = None,
         raise KvplanError("a kvplan spec needs a '_kvplan' metadata object and a 'config' object", where)
     model_id = str(meta.get("id", spec_file.id))
     source = SpecSource(spec_file.kind, str(meta.get("source", where)), meta.get("revision"))
+    quant_file = (parse_quant_config(document["hf_quant_config"], f"{where}: hf_quant_config")
+                  if "hf_quant_config" in document else None)
     spec = parse_config(with_overrides(config, overrides), model_id, source, where,
-                        allow_unmodelled=allow_unmodelled)
+                        allow_unmodelled=allow_unmodelled, quant_file=quant_file)
     published = meta.get("params")
     if isinstance(published, int) and not isinstance(published, bool) and published > 0 and not overrides:
         spec = _with_published_params(spec, published)
@@ -117,7 +120,7 @@ def _with_published_params(spec: ModelSpec, published: int) -> ModelSpec:
 
     counted = spec.params
     params = ParamCount(total=published, exact=True, embeddings=counted.embeddings, lm_head=counted.lm_head,
-                        experts=counted.experts, vision=counted.vision,
+                        experts=counted.experts, vision=counted.vision, by_layer=counted.by_layer,
                         note="" if counted.total == published else
                         f"published count; the config-derived count is {counted.total:,}")
     notes = tuple(n for n in spec.notes if n != counted.note)
@@ -159,7 +162,26 @@ def read_local(path: Path, model_id: str | None = None, overrides: dict[str, Any
                               allow_unmodelled)
     name = model_id or name_from_config(data) or _name_from_path(path)
     return parse_config(with_overrides(data, overrides), name, SpecSource("local", where),
-                        allow_unmodelled=allow_unmodelled)
+                        allow_unmodelled=allow_unmodelled, quant_file=read_quant_file(config_path))
+
+
+def quant_document(config_path: Path) -> dict[str, Any] | None:
+    """The hf_quant_config.json document beside a checkpoint's config.json (not beside any other JSON file), or
+    None where there is none."""
+    path = config_path.parent / QUANT_FILE
+    if config_path.name != "config.json" or not path.is_file():
+        return None
+    try:
+        raw = read_bounded(path)
+    except OSError as exc:
+        raise KvplanError(f"cannot read: {exc.strerror or exc}", str(path)) from None
+    return load_json(raw, str(path))
+
+
+def read_quant_file(config_path: Path) -> Quantization | None:
+    """ModelOpt's hf_quant_config.json beside CONFIG_PATH, parsed (kvplan.models.modelopt)."""
+    document = quant_document(config_path)
+    return None if document is None else parse_quant_config(document, str(config_path.parent / QUANT_FILE))
 
 
 def _name_from_path(path: Path) -> str:
@@ -255,8 +277,12 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
 
     config_path, source = hub.download_config(model, revision, token, suggestions=close_ids(model))
     data = load_json(read_bounded(config_path), f"{model} (config.json from {source.kind})")
+    quant_path = None if "quantization_config" in data else hub.download_quant_config(model, revision, token,
+                                                                                       source.kind == "hub")
+    quant_file = (parse_quant_config(load_json(read_bounded(quant_path), f"{model}/{QUANT_FILE}"),
+                                     f"{model}/{QUANT_FILE}") if quant_path is not None else None)
     spec = parse_config(with_overrides(data, overrides), model, source, f"{model}/config.json",
-                        allow_unmodelled=allow_unmodelled)
+                        allow_unmodelled=allow_unmodelled, quant_file=quant_file)
     if spec.quantization is not None:
         stored = hub.stored_weight_bytes(model, revision, token)
         if stored:
@@ -266,5 +292,10 @@ def resolve(model: str, revision: str | None = None, token: str | None = None,
     return spec
 
 
-def dump_document(spec_id: str, config: dict[str, Any], meta: dict[str, object]) -> str:
-    return json.dumps({"_kvplan": {"id": spec_id, **meta}, "config": config}, indent=2) + "\n"
+def dump_document(spec_id: str, config: dict[str, Any], meta: dict[str, object],
+                  quant: dict[str, Any] | None = None) -> str:
+    """A kvplan spec document; quant: the checkpoint's hf_quant_config.json, kept as its "hf_quant_config" entry."""
+    document: dict[str, Any] = {"_kvplan": {"id": spec_id, **meta}, "config": config}
+    if quant is not None:
+        document["hf_quant_config"] = quant
+    return json.dumps(document, indent=2) + "\n"

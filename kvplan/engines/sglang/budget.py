@@ -348,7 +348,7 @@ class Sglang(PoolRules):
                          "ranks")
         if any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append(_window_note(target))
-        if settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto":
+        if settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto" and common.kernel_block_size(target.spec):
             notes.append(f"DeepSeek sparse attention on this GPU: SGLang's automatic KV cache dtype is "
                          f"{settings.auto_kv_cache_dtype} (656 B latent per token)")
         return notes
@@ -358,7 +358,21 @@ def auto_kv_cache_dtype(target: PlanInput) -> str | None:
     """server_args _set_default_nsa_kv_cache_dtype: DeepSeek sparse attention on SM100+ caches fp8_e4m3 when the
     KV cache dtype is auto."""
     major = target.gpu.compute_major
-    return "fp8_e4m3" if common.kernel_block_size(target.spec) and major is not None and major >= 10 else None
+    if common.kernel_block_size(target.spec) and major is not None and major >= 10:
+        return "fp8_e4m3"
+    return modelopt_auto_kv(target)
+
+
+MODELOPT_KV_FROM = (0, 5, 9)  # the earliest release read
+
+
+def modelopt_auto_kv(target: PlanInput) -> str | None:
+    """kv_cache_dtype auto is fp8_e4m3 where the model's quant_config has kv_cache_quant_algo FP8 (SGLang 0.5.23
+    mem_cache/kv_cache_dtype.py configure_kv_cache_dtype; 0.5.9 model_runner.py the same rule); releases
+    before 0.5.9 were not read and keep the model dtype."""
+    release = tuple(int(part) for part in (target.deployment.engine_version or RELEASES.newest).split(".")[:3]
+                    if part.isdigit())
+    return "fp8_e4m3" if common.modelopt_fp8_kv(target.spec) and release >= MODELOPT_KV_FROM else None
 
 
 def _window_note(target: PlanInput) -> str:

@@ -310,7 +310,7 @@ class Vllm(PoolRules):
             max_model_len,
             seqs, tokens, expert_placement=placement,
             auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
-            else None,
+            else modelopt_auto_kv(spec, wanted),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
             in_flight_tokens=in_flight_tokens(dep, wanted, tokens))
@@ -378,7 +378,7 @@ class Vllm(PoolRules):
         if rope >= MiB and target.deployment.weights_memory_bytes is None:
             tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)
             notes.append(f"weights include the RoPE cos/sin cache: {tables} values = {rope / MiB:,.0f} MiB per rank")
-        if settings.auto_kv_cache_dtype and target.deployment.kv_cache_dtype == "auto":
+        if settings.auto_kv_cache_dtype == "fp8_ds_mla" and target.deployment.kv_cache_dtype == "auto":
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")
         if _release(settings) >= PREFIX_CACHED_STATES_FROM and any(
@@ -458,3 +458,13 @@ def _release(settings: EngineSettings) -> tuple[int, int]:
 
 
 ENGINE = Vllm()
+
+
+MODELOPT_KV_FROM = (0, 14)  # the first release that resolves kv_cache_dtype auto from the checkpoint
+
+
+def modelopt_auto_kv(spec: ModelSpec, wanted: tuple[int, ...]) -> str | None:
+    """vLLM 0.33.0 engine/arg_utils.py create_engine_config -> utils/torch_utils.py resolve_kv_cache_dtype_string:
+    kv_cache_dtype auto becomes fp8_e4m3 where a ModelOpt quantization config names kv_cache_quant_algo FP8
+    (MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP). Read in the wheels: present from 0.14.0, absent in 0.13.0."""
+    return "fp8_e4m3" if common.modelopt_fp8_kv(spec) and wanted[:2] >= MODELOPT_KV_FROM else None

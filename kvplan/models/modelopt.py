@@ -1,0 +1,99 @@
+"""ModelOpt's hf_quant_config.json, read beside config.json as vLLM 0.33.0 reads it: transformers_utils/config.py
+get_config takes it as the quantization config only where config.json has no quantization_config (ModelOpt 0.29
+and before wrote it apart), and model_arch_config_convertor.py _normalize_quantization_config names the method by
+quant_algo: FP8, FP8_PER_CHANNEL_PER_TOKEN and FP8_PB_WO 'modelopt', NVFP4 'modelopt_fp4', MIXED_PRECISION
+'modelopt_mixed'. A malformed file is one line naming the file and the key."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from kvplan.errors import KvplanError
+from kvplan.models.model import Quantization
+
+QUANT_FILE = "hf_quant_config.json"
+METHODS = {"FP8": "modelopt", "FP8_PER_CHANNEL_PER_TOKEN": "modelopt", "FP8_PB_WO": "modelopt",
+           "NVFP4": "modelopt_fp4", "MIXED_PRECISION": "modelopt_mixed"}
+BITS = {"modelopt": 8, "modelopt_fp4": 4}
+NVFP4_GROUP = 16  # modelopt.py ModelOptNvFp4Config.from_config: group_size 16 where none is given
+
+
+def parse_quant_config(document: Any, where: str) -> Quantization:
+    """The Quantization an hf_quant_config.json document names; where: the file, for errors."""
+    if not isinstance(document, dict):
+        raise KvplanError("expected a JSON object at the top level", where)
+    section = document.get("quantization")
+    if not isinstance(section, dict):
+        raise KvplanError("'quantization' must be an object (ModelOpt writes quant_algo, kv_cache_quant_algo and "
+                          "exclude_modules in it)", where)
+    algo = section.get("quant_algo")
+    if not isinstance(algo, str) or algo.upper() not in METHODS:
+        raise KvplanError(f"quantization.quant_algo {algo!r} is not one of {', '.join(METHODS)}", where)
+    kv_algo = section.get("kv_cache_quant_algo")
+    if kv_algo is not None and not isinstance(kv_algo, str):
+        raise KvplanError(f"quantization.kv_cache_quant_algo must be a string or null, got {kv_algo!r}", where)
+    excluded = section.get("exclude_modules", [])
+    if not isinstance(excluded, list) or not all(isinstance(name, str) for name in excluded):
+        raise KvplanError("quantization.exclude_modules must be a list of module names", where)
+    group = section.get("group_size")
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group <= 0):
+        raise KvplanError(f"quantization.group_size must be a positive integer, got {group!r}", where)
+    method = METHODS[algo.upper()]
+    if method == "modelopt_fp4":
+        group = group or NVFP4_GROUP
+    return Quantization(method, BITS.get(method), group, tuple(excluded),
+                        kv_algo.upper() if kv_algo else None, QUANT_FILE)
+
+
+def _patterns(excluded: tuple[str, ...]) -> list[str]:
+    """ModelOpt's 'module_path*' means module_path and everything under it, not module_path7 (vLLM 0.33.0
+    modelopt.py apply_vllm_mapper splits it into 'module_path' and 'module_path.*')."""
+    patterns = []
+    for name in excluded:
+        if len(name) >= 2 and name.endswith("*") and name[-2] != ".":
+            patterns += [name[:-1], name[:-1] + ".*"]
+        else:
+            patterns.append(name)
+    return patterns
+
+
+# Representative names of each role's linear modules in one decoder layer, after 'layers.N.', across the
+# families' module trees (Llama/Qwen self_attn and mlp, DeepSeek/GLM/Kimi MLA and shared_experts, Nemotron-H
+# mixer, Qwen3.5 linear_attn, MiniMax block_sparse_moe, DeepSeek-V4 attn and ffn).
+ROLE_NAMES = {
+    "mixer": ("self_attn.q_proj", "self_attn.qkv_proj", "self_attn.o_proj", "self_attn.q_a_proj",
+              "self_attn.kv_a_proj_with_mqa", "self_attn.kv_b_proj", "mixer.in_proj", "mixer.out_proj",
+              "mixer.q_proj", "mixer.k_proj", "mixer.v_proj", "mixer.o_proj", "linear_attn.in_proj_qkvz",
+              "linear_attn.out_proj", "attn.wq_a", "attn.wo_a"),
+    "mlp": ("mlp.gate_proj", "mlp.down_proj", "mlp.shared_experts.gate_proj", "mlp.shared_expert.gate_proj",
+            "mixer.shared_experts.up_proj", "mixer.fc1_latent_proj", "block_sparse_moe.shared_experts.gate_proj",
+            "ffn.shared_experts.w1"),
+    "experts": ("mlp.experts.0.gate_proj", "mixer.experts.0.up_proj", "block_sparse_moe.experts.0.w1",
+                "ffn.experts.0.w1", "mlp.experts.gate_up_proj"),
+}
+
+
+def excluded_roles(excluded: tuple[str, ...], layer: int) -> frozenset[str]:
+    """Which of decoder layer `layer`'s roles (mixer, mlp, experts) exclude_modules keeps unquantized. A role is
+    excluded when any of its linear modules is (vLLM 0.33.0 is_layer_excluded: the exact name, a substring, or
+    a wildcard); a whole role is then weighed at the model dtype."""
+    found = set()
+    for pattern in _patterns(excluded):
+        rest = pattern.split("layers.", 1)[1] if "layers." in pattern else None
+        for role, names in ROLE_NAMES.items():
+            for name in names:
+                local = f"{layer}.{name}"
+                if rest is not None:
+                    hit = fnmatch.fnmatchcase(local, rest) or (not _wild(rest) and (local + ".").startswith(
+                        rest + "."))
+                else:  # a pattern for every layer ('*.attn.*', '*.mlp.shared_expert.*')
+                    hit = _wild(pattern) and fnmatch.fnmatchcase(f"model.layers.{local}", pattern)
+                if hit:
+                    found.add(role)
+                    break
+    return frozenset(found)
+
+
+def _wild(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
