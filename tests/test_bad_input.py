@@ -48,16 +48,19 @@ def language_dict(config: dict) -> dict:
     return config.get("text_config", config)
 
 
-def required_keys(config: dict) -> set[str]:
-    """Keys the parser cannot do without: the one spelling of layers, hidden size and heads this config uses (no
-    other spelling of it present), and vocab_size when the family has no default for it."""
+def required_keys(config: dict, removed: set[str] | None = None) -> set[str]:
+    """Keys the parser cannot do without, of those removed (default: each removed alone): every spelling of layers,
+    hidden size or heads this config gives once all of them are gone, and vocab_size when the family has no default
+    for it."""
     lm = language_dict(config)
     required = set()
     groups = [LAYER_KEYS, HIDDEN_KEYS] + ([] if "state_size" in lm else [HEAD_KEYS])
     for group in groups:
         present = [k for k in group if lm.get(k) is not None]
-        if len(present) == 1:
+        if removed is None and len(present) == 1:
             required.add(present[0])
+        elif removed is not None and present and set(present) <= removed:
+            required.update(present)
     model_type = lm.get("model_type") or config.get("model_type") or "unknown"
     if family_of(model_type).vocab_default is None and "vocab_size" in lm:
         required.add("vocab_size")
@@ -71,7 +74,7 @@ def test_removed_keys(tmp_path, name, data):
     keys = data.draw(st.lists(st.sampled_from(sorted(lm)), min_size=1, max_size=4, unique=True))
     for key in keys:
         del lm[key]
-    removed_required = required_keys(fixture_dict(name)) & set(keys)
+    removed_required = required_keys(fixture_dict(name), set(keys)) & set(keys)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     message = check_one_line(path)
