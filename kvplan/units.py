@@ -20,7 +20,7 @@ _UNITS = {
 # lowercase decimal, uppercase binary, so '24G' is 24 GiB and '24g' 24 * 10^9.
 _LETTERS = {"k": 10**3, "m": 10**6, "g": GB, "t": 10**12, "K": 2**10, "M": MiB, "G": GiB, "T": 2**40}
 _SIZE = re.compile(r"^\s*([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-MAX_SIZE = 2**50  # 1 PiB: more than any device, so a slip of the keyboard rather than a size
+MAX_SIZE = 2**50  # 1,024 TiB (said in the largest unit kvplan reads): more than any device has
 
 
 def parse_size(text: str, where: str = "size") -> int:
@@ -57,7 +57,7 @@ def parse_size(text: str, where: str = "size") -> int:
                               f"{stripped}GiB?", where)
         factor = 1
     if value * factor > MAX_SIZE:
-        raise KvplanError(f"{shown!r} is more than 1 PiB; no device has that much memory", where)
+        raise KvplanError(f"{shown!r} is more than 1,024 TiB; no device has that much memory", where)
     return int(value * factor)
 
 

@@ -47,8 +47,8 @@ def test_sizes(text, size):
     ("24 parsecs", "unknown unit 'parsecs'"),
     ("-5GB", "cannot read '-5GB' as a size"),
     ("", "cannot read '' as a size"),
-    ("1025TiB", "more than 1 PiB"),
-    ("9" * 5000, "is more than 1 PiB"),
+    ("1025TiB", "more than 1,024 TiB"),
+    ("9" * 5000, "is more than 1,024 TiB"),
 ])
 def test_refused_sizes(text, message):
     with pytest.raises(KvplanError) as caught:
@@ -62,3 +62,12 @@ def test_error_names_the_flag():
                              "--gpu-memory", "24"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr == "kvplan: error: --gpu-memory: '24' has no unit, so it would be 24 bytes; did you mean 24GiB?\n"
+
+
+def test_the_limit_is_said_in_a_unit_kvplan_reads():
+    # 2^50 B is the most a size may be: the message names it in TiB, so the limit itself can be typed back
+    assert parse_size("1024TiB", "--gpu-memory") == 2**50
+    with pytest.raises(KvplanError) as caught:
+        parse_size("1125899906842625", "--gpu-memory")  # 2^50 + 1 B
+    limit = str(caught.value).split("more than ")[1].split(";")[0]
+    assert limit == "1,024 TiB" and parse_size(limit.replace(",", "").replace(" ", ""), "size") == 2**50
