@@ -113,7 +113,7 @@ def test_production_stack_ray_pipeline_parallel(tmp_path):
 
 def test_the_real_files_are_all_read(tmp_path):
     report = check_paths([str(REAL)], Options(gpu="h100"))
-    assert report.count("checked") == len(list(REAL.glob("*.yaml"))) == 8 and report.count("skipped") == 0
+    assert report.count("checked") == len(list(REAL.glob("*.yaml"))) == 10 and report.count("skipped") == 0
     by_file = {}
     for f in report.findings:
         by_file.setdefault(Path(f.file).name, []).append(f)
@@ -129,6 +129,14 @@ def test_the_real_files_are_all_read(tmp_path):
     # KubeAI: --max-num-batched-token, never a registered flag (an argparse prefix)
     kubeai = {f.rule: f for f in by_file["kubeai-llama-3.1-8b-instruct-fp8-l4.yaml"]}
     assert kubeai["KV003"].status == "warn" and "--max-num-batched-token " in kubeai["KV003"].message
+    # AIBrix: its quickstart Deployment (vllm/vllm-openai:v0.7.1, 1 GPU), and its StormService, whose prefill and
+    # decode roles each run a pod of one GPU from an `sh -c` script (vllm/vllm-openai:v0.9.1)
+    aibrix = {f.rule: f for f in by_file["aibrix-quickstart-model.yaml"]}
+    assert aibrix["KV030"].message == "1 GPU(s) = TP 1 x PP 1 x DP 1" and aibrix["KV043"].status == "pass"
+    storm = [f for f in by_file["aibrix-stormservice-pd.yaml"] if f.rule == "KV030"]
+    assert [(f.deployment, f.line, f.message) for f in storm] == [
+        ("vllm-1p1d/prefill", 65, "1 GPU(s) = TP 1 x PP 1 x DP 1"),
+        ("vllm-1p1d/decode", 118, "1 GPU(s) = TP 1 x PP 1 x DP 1")]
 
 
 def test_gke_sample_without_its_removed_flag_is_planned_on_its_labelled_gpu(tmp_path):

@@ -38,6 +38,7 @@ class Kubernetes:
         "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
         # KServe: a runtime's containers, and an InferenceService predictor's own containers
         "ServingRuntime": ("spec",), "ClusterServingRuntime": ("spec",), "InferenceService": ("spec", "predictor"),
+        "StormService": ("spec", "template", "spec", "roles"),  # AIBrix: a pod template per role (_pods)
     }
 
     def detect(self, document: Any) -> bool:
@@ -48,14 +49,32 @@ class Kubernetes:
         if not self.detect(document):
             return []
         settings = annotation_settings(source, value_at(document, ("metadata", "annotations")), ("metadata", "annotations"))
-        path = self.POD_SPECS[document["kind"]]
+        name = str(value_at(document, ("metadata", "name")) or document["kind"])
+        items = []
+        for path, pod, label in self._pods(document, name):
+            items += self._pod_items(source, document, settings, path, pod, label)
+        return items
+
+    def _pods(self, document: dict[str, Any], name: str) -> list[tuple[tuple[Any, ...], dict[str, Any], str]]:
+        """Each pod spec of the document, with its path and the name its deployments take."""
+        if document["kind"] == "StormService":  # AIBrix: one pod template per role (prefill, decode, ...)
+            roles = value_at(document, ("spec", "template", "spec", "roles"))
+            found = []
+            for index, role in enumerate(roles if isinstance(roles, list) else []):
+                pod = value_at(role, ("template", "spec")) if isinstance(role, dict) else None
+                if isinstance(pod, dict):
+                    role_path = ("spec", "template", "spec", "roles", index, "template", "spec")
+                    found.append((role_path, pod, f"{name}/{role.get('name') or index}"))
+            return found
+        path: tuple[Any, ...] = self.POD_SPECS[document["kind"]]
         pod = value_at(document, path)
         if document["kind"] == "LeaderWorkerSet" and pod is None:
             path = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
             pod = value_at(document, path)
-        if not isinstance(pod, dict):
-            return []
-        name = str(value_at(document, ("metadata", "name")) or document["kind"])
+        return [(path, pod, name)] if isinstance(pod, dict) else []
+
+    def _pod_items(self, source: Source, document: dict[str, Any], settings: Any, path: tuple[Any, ...],
+                   pod: dict[str, Any], name: str) -> list[Item]:
         size = value_at(document, ("spec", "leaderWorkerTemplate", "size")) if document["kind"] == "LeaderWorkerSet" else 1
         pods = gpu_count_of(size, source, "spec", "leaderWorkerTemplate", "size") or 1
         gpu, gpu_line, notes = node_gpu(source, pod, path)
