@@ -15,7 +15,7 @@ import sys
 from urllib.request import urlopen
 
 from kvplan import registry
-from kvplan.engines.releases import release_parts
+from kvplan.deployment.launch import release_tuple
 
 PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}  # engine -> its PyPI package
 
@@ -24,7 +24,7 @@ def pypi_releases(package: str) -> list[str]:
     with urlopen(f"https://pypi.org/pypi/{package}/json", timeout=30) as response:
         data = json.load(response)
     final = [v for v, files in data["releases"].items() if files and re.fullmatch(r"\d+\.\d+\.\d+", v)]
-    return sorted(final, key=lambda v: release_parts(v) or ())
+    return sorted(final, key=lambda v: release_tuple(v) or ())
 
 
 def main() -> int:
@@ -35,9 +35,9 @@ def main() -> int:
             continue
         covered = set(table.covered)
         on_pypi = pypi_releases(package)
-        newer = [v for v in on_pypi if (release_parts(v) or ()) > (release_parts(table.newest) or ())]
+        newer = [v for v in on_pypi if (release_tuple(v) or ()) > (release_tuple(table.newest) or ())]
         within = [v for v in on_pypi if v not in covered and v not in newer
-                  and (release_parts(v) or ()) >= (release_parts(table.covered[0]) or ())]
+                  and (release_tuple(v) or ()) >= (release_tuple(table.covered[0]) or ())]
         print(f"{table.label} ({package}): {len(covered)} covered, {table.covered[0]} to {table.newest}; "
               f"PyPI's newest {on_pypi[-1]}")
         print(f"  not yet covered, newer: {', '.join(reversed(newer)) or 'none'}")

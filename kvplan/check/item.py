@@ -4,7 +4,6 @@ checks them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -63,9 +62,10 @@ class Image:
     @property
     def version(self) -> str | None:
         """The engine release the tag of an engine's own image names (v0.10.1 -> 0.10.1)."""
-        match = re.match(r"^v?(\d+\.\d+(\.\d+)?)", self.tag or "")
+        from kvplan.deployment.launch import image_release
+
         server = self.server
-        return match.group(1) if match and server is not None and server.image_tags_are_releases else None
+        return image_release(self.reference) if server is not None and server.image_tags_are_releases else None
 
     @property
     def floating(self) -> bool:

@@ -107,13 +107,17 @@ class Dialect:
         return import_module(self.catalogue_module).CATALOGUE
 
     @property
+    def launchers(self) -> list[str]:
+        """How a command line starts the server: each program (with its required subcommand), then the first
+        module (vllm serve, python -m vllm.entrypoints.openai.api_server)."""
+        programs = [p.name if p.subcommand is None or p.subcommand_optional else f"{p.name} {p.subcommand}"
+                    for p in self.programs]
+        return programs + ([f"python -m {self.modules[0]}"] if self.modules else [])
+
+    @property
     def launcher(self) -> str:
         """The launcher a pasted line starts with (vllm serve, python -m sglang.launch_server)."""
-        if self.programs:
-            program = self.programs[0]
-            return f"{program.name} {program.subcommand}" if program.subcommand and not program.subcommand_optional \
-                else program.name
-        return f"python -m {self.modules[0]}" if self.modules else self.name
+        return next(iter(self.launchers), self.name)
 
     def spellings(self, knob: Knob) -> tuple[str, ...]:
         """How a knob may be written for this engine (dash form); none where the engine lacks it."""

@@ -142,15 +142,9 @@ def _launch(rest: list[str], where: str) -> EngineCommand:
                 return EngineCommand(dialect.name, dialect.launcher, rest[1:])
             raise KvplanError(f"'{program} {' '.join(rest[1:2])}' does not start a server; expected "
                               f"'{program} {known.subcommand} MODEL'", where)
-    launchers = [launcher for d in dialects() for launcher in _launchers(d)]
+    launchers = [launcher for d in dialects() for launcher in d.launchers]
     raise KvplanError(f"{rest[0]!r} is not a launch command kvplan reads; expected {', '.join(launchers[:-1])} or "
                       f"{launchers[-1]}", where)
-
-
-def _launchers(dialect: Dialect) -> list[str]:
-    programs = [f"{p.name} {p.subcommand}" if p.subcommand and not p.subcommand_optional else p.name
-                for p in dialect.programs]
-    return programs + ([f"python -m {dialect.modules[0]}"] if dialect.modules else [])
 
 
 def parse_command(tokens: list[str] | str, where: str = "command line", engine: str | None = None,

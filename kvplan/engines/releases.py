@@ -3,16 +3,10 @@ each release in which a rule kvplan models changed, with what made it. Each engi
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from kvplan.deployment.launch import release_tuple
 from kvplan.errors import KvplanError
-
-
-def release_parts(text: str) -> tuple[int, ...] | None:
-    """'v0.5.4.post1' -> (0, 5, 4); None when the text does not start with a version."""
-    match = re.match(r"^v?(\d+(?:\.\d+){1,2})", text.strip())
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
 @dataclass(frozen=True)
@@ -35,10 +29,10 @@ class Releases:
 
     def checked(self, text: str, where: str) -> str:
         """The release as given, when it is one the covered range holds (a major.minor stands for its releases)."""
-        wanted = release_parts(text)
+        wanted = release_tuple(text)
         if wanted is None:
             raise KvplanError(f"cannot read {text!r} as a {self.label} release; write e.g. {self.newest}", where)
-        known = {parts[:len(wanted)] for release in self.covered if (parts := release_parts(release))}
+        known = {parts[:len(wanted)] for release in self.covered if (parts := release_tuple(release))}
         if wanted not in known:
             raise KvplanError(f"{self.label} {text} is not a release kvplan knows: it covers {self.covered[0]} to "
                               f"{self.newest}", where)

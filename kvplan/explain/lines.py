@@ -28,7 +28,7 @@ def _engine_log_lines() -> list[tuple[str, LogLines]]:
     return [(name, lines) for name in registry.names() if (lines := registry.log_lines(name)) is not None]
 
 
-@cache
+@cache  # keyed by the registry's names, so that an engine registered later is read too
 def _record_start(engines: tuple[str, ...]) -> re.Pattern[str]:
     """How a log record starts, in any engine's format. A line that starts none continues the record before it (a
     terminal or an editor wrapped it, or a progress bar redrew)."""

@@ -31,7 +31,7 @@ def launchable() -> list[str]:
     """The engines whose dialect names a launcher, so that a launch line can be printed."""
     from kvplan import registry
 
-    return [name for name in registry.names() if registry.dialect(name).programs or registry.dialect(name).modules]
+    return [name for name in registry.names() if registry.dialect(name).launchers]
 
 
 def _value(knob: Knob, value: Any) -> str:

@@ -1,6 +1,6 @@
 """Regenerate tests/oracle/cases.jsonl from the engines' own released code (not run by CI; see README.md here).
 
-    python tests/oracle/generate.py --work-dir /tmp/kvplan-oracle [--vllm 0.20.0,0.33.0] [--sglang 0.5.23]
+    python tests/oracle/generate.py --work-dir ../kvplan-oracle [--vllm 0.20.0,0.33.0] [--sglang 0.5.23]
 
 For each release: `pip download --no-deps` its wheel, unzip only its Python package (no compiled modules), and run
 the release range's adapter in a scratch venv (torch CPU and the pure-Python dependencies) with the release on
