@@ -8,10 +8,8 @@ import re
 # old name -> the repository it became (source: each repository's page on huggingface.co, which redirects)
 RENAMED = {
     "gpt2": "openai-community/gpt2",  # the un-namespaced GPT-2 moved under openai-community (2024)
-    "meta-llama/Meta-Llama-3.1-8B": "meta-llama/Llama-3.1-8B",  # Meta dropped the "Meta-" prefix (Dec 2024)
-    "meta-llama/Meta-Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
-    "meta-llama/Meta-Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
 }
+# Meta dropped the "Meta-" prefix of its Llama 3.1+ repositories (Dec 2024): Meta-Llama-3.1-8B is Llama-3.1-8B
 DROPPED_PREFIX = re.compile(r"^(meta-llama/)Meta-(Llama-3\.[1-9].*)$", re.IGNORECASE)
 
 
