@@ -17,6 +17,24 @@ def load_fixture(name: str) -> ModelSpec:
     return parse_config(load_json(path.read_bytes(), str(path)), name, SpecSource("local", str(path)))
 
 
+def check_findings(tmp_path: Path, text: str, name: str = "file.yaml", **options):
+    """kvplan check's findings for one file written from TEXT (dedented)."""
+    import textwrap
+
+    from kvplan.check import Options, check_paths
+
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return check_paths([str(path)], Options(**options)).findings
+
+
+def first_finding(found, rule_id):
+    """The first finding of a rule; the test fails naming every finding when there is none."""
+    chosen = [f for f in found if f.rule == rule_id]
+    assert chosen, [(f.rule, f.status, f.message) for f in found]
+    return chosen[0]
+
+
 def fixture_dict(name: str) -> dict:
     return json.loads((CONFIGS / name).read_text())
 

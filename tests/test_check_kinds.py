@@ -3,10 +3,11 @@ tests/fixtures/check/real (their sources in SOURCES there): every one read, none
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import check_findings as findings
+from conftest import first_finding as rule
 
 from kvplan.check import Options, check_paths
 from kvplan.check.findings import exit_code
@@ -14,16 +15,6 @@ from kvplan.check.findings import exit_code
 REAL = Path(__file__).parent / "fixtures" / "check" / "real"
 
 
-def findings(tmp_path, text, name="file.yaml", **options):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return check_paths([str(path)], Options(**options)).findings
-
-
-def rule(found, rule_id):
-    chosen = [f for f in found if f.rule == rule_id]
-    assert chosen, [(f.rule, f.status, f.message) for f in found]
-    return chosen[0]
 
 
 @pytest.fixture(autouse=True)

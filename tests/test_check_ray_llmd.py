@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import check_findings as findings
 
 from kvplan.check import Options, check_paths
 from kvplan.check.findings import exit_code
@@ -23,11 +24,6 @@ def hub_offline(monkeypatch):
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
-
-def findings(tmp_path, text, name="file.yaml", **options):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return check_paths([str(path)], Options(**options)).findings
 
 
 def by_rule(found, deployment=None):

@@ -7,22 +7,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import check_findings as findings
+from conftest import first_finding as rule
 
-from kvplan.check import Options, check_paths
 from kvplan.check.commands import script_commands
 from kvplan.check.findings import exit_code
-
-
-def findings(tmp_path, text, name="k8s.yaml", **options):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return check_paths([str(path)], Options(**options)).findings
-
-
-def rule(found, rule_id):
-    chosen = [f for f in found if f.rule == rule_id]
-    assert chosen, [(f.rule, f.status, f.message) for f in found]
-    return chosen[0]
 
 
 @pytest.mark.parametrize(("script", "commands"), [
