@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from kvplan.errors import KvplanError
+from kvplan.models import modelopt
 from kvplan.models import params as param_count
 from kvplan.models.blocks import block_pattern, block_pattern_key
 from kvplan.models.families import Family, family_of
@@ -445,6 +446,8 @@ def _tied(top: ConfigFields, lm: ConfigFields, family: Family) -> bool:
 def _quantization(q: ConfigFields | None) -> Quantization | None:
     if q is None:
         return None
+    if modelopt.is_inline(q.data):
+        return modelopt.parse_inline_config(q.data, q.where)
     method = q.text(("quant_method", "quant_algo")) or "unknown"
     bits = q.optional_int(("bits", "w_bit", "weight_bits", "num_bits"))
     group = q.optional_int(("group_size", "q_group_size"), minimum=-1)

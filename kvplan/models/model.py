@@ -49,7 +49,9 @@ class Quantization:
     unquantized: tuple[str, ...] = ()
     # ModelOpt's kv_cache_quant_algo ("FP8", "NVFP4"), upper-cased; None: the KV cache is not quantized
     kv_cache_quant_algo: str | None = None
-    source: str = ""  # the file it was read from where not config.json (hf_quant_config.json)
+    # the file ModelOpt's settings were read from (hf_quant_config.json, or config.json where its
+    # quantization_config is ModelOpt's own); empty for any other quantization
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,57 @@ def parse_quant_config(document: Any, where: str) -> Quantization:
     group = section.get("group_size")
     if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group <= 0):
         raise KvplanError(f"quantization.group_size must be a positive integer, got {group!r}", where)
+    return _quantization(algo, kv_algo, excluded, group, QUANT_FILE)
+
+
+def _quantization(algo: str, kv_algo: str | None, excluded: list[str], group: int | None,
+                  source: str) -> Quantization:
     method = METHODS[algo.upper()]
     if method == "modelopt_fp4":
         group = group or NVFP4_GROUP
     return Quantization(method, BITS.get(method), group, tuple(excluded),
-                        kv_algo.upper() if kv_algo else None, QUANT_FILE)
+                        kv_algo.upper() if kv_algo else None, source)
+
+
+INLINE_SOURCE = "config.json"
+
+
+def is_inline(section: dict[str, Any]) -> bool:
+    """config.json's quantization_config is ModelOpt's own where its quant_method starts with 'modelopt' (vLLM
+    0.33.0 modelopt.py ModelOptQuantConfigBase._extract_modelopt_quant_algo)."""
+    method = section.get("quant_method")
+    return isinstance(method, str) and method.lower().startswith("modelopt")
+
+
+def inline_kv_algo(section: dict[str, Any]) -> str | None:
+    """The KV cache algorithm of an inline ModelOpt config: kv_cache_scheme, else kv_cache_quant_algo (vLLM 0.33.0
+    utils/torch_utils.py get_kv_cache_quant_algo_string, which decides kv_cache_dtype auto: a scheme of static
+    8-bit floats is fp8, of 4-bit floats nvfp4)."""
+    scheme = section.get("kv_cache_scheme") or section.get("kv_cache_quant_algo")
+    if isinstance(scheme, dict):
+        if scheme.get("type") == "float" and scheme.get("num_bits") == 8 and scheme.get("dynamic") is False:
+            return "FP8"
+        return "NVFP4" if scheme.get("type") == "float" and scheme.get("num_bits") == 4 else None
+    return scheme if isinstance(scheme, str) else None
+
+
+def parse_inline_config(section: dict[str, Any], where: str) -> Quantization:
+    """config.json's quantization_config as ModelOpt 0.29+ writes it (quant_method 'modelopt', quant_algo,
+    kv_cache_scheme, ignore), read as vLLM 0.33.0 reads it: modelopt.py ModelOptQuantConfigBase.from_config's flat
+    branch (exclude_modules from 'ignore' or 'exclude_modules', group_size from the top, 16 for NVFP4 where none
+    is given) and each config's override_quantization_method (quant_algo FP8 'modelopt', NVFP4 'modelopt_fp4',
+    MIXED_PRECISION 'modelopt_mixed'); so the weights and the KV dtype under auto follow as for
+    hf_quant_config.json. where: the config, for errors."""
+    algo = section.get("quant_algo")
+    if not isinstance(algo, str) or algo.upper() not in METHODS:
+        raise KvplanError(f"quantization_config.quant_algo {algo!r} is not one of {', '.join(METHODS)}", where)
+    excluded = section.get("ignore", section.get("exclude_modules", []))
+    if not isinstance(excluded, list) or not all(isinstance(name, str) for name in excluded):
+        raise KvplanError("quantization_config.ignore must be a list of module names", where)
+    group = section.get("group_size")
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group <= 0):
+        raise KvplanError(f"quantization_config.group_size must be a positive integer, got {group!r}", where)
+    return _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE)
 
 
 def _patterns(excluded: tuple[str, ...]) -> list[str]:
