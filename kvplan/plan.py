@@ -87,6 +87,7 @@ class Capacity:
     request_bytes: int
     ladder: tuple[LadderRung, ...] = ()
     offload_tokens: int = 0  # tokens of a CPU KV tier beside the GPU pool (vLLM --kv-offloading-size)
+    offload_host_bytes: int = 0  # host memory that tier pins, over all the deployment's ranks
 
 
 # EngineSettings fields that serve kvplan's own wording, not the JSON document.

@@ -140,6 +140,15 @@ class Deployment:
                                             engine_only=True)
     kv_offloading_backend: str = knob("str", "vLLM: the CPU KV tier's backend.", "native",
                                       choices=("native", "lmcache"), engine_only=True)
+    kv_transfer_config: dict[str, Any] | None = knob("json", "vLLM: the KV connector (JSON); LMCacheConnectorV1 "
+                                                     "sizes a CPU KV tier in each worker.", engine_only=True)
+    lmcache_max_local_cpu_size: float | None = knob("float", "LMCache: GiB of pinned host memory per worker for "
+                                                    "its CPU tier.", minimum=0, maximum=2**20,
+                                                    default_rule="5.0 (lmcache 0.5.6 v1/config.py)",
+                                                    engine_flag=False, env="LMCACHE_MAX_LOCAL_CPU_SIZE")
+    lmcache_chunk_size: int | None = knob("int", "LMCache: tokens per stored chunk.", minimum=1, maximum=2**20,
+                                          default_rule="256 (lmcache 0.5.6 v1/config.py)", engine_flag=False,
+                                          env="LMCACHE_CHUNK_SIZE")
     enable_hierarchical_cache: bool = knob("bool", "SGLang: a host-memory KV pool beside the GPU pool (HiCache).",
                                            False, aliases=("enable-hicache",), engine_only=True)
     hicache_ratio: float | None = knob("float", "SGLang: host KV pool tokens per GPU pool token.", minimum=0,

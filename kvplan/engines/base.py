@@ -97,6 +97,13 @@ class PoolRules:
         notes that say so."""
         return 0, []
 
+    def offload_host_bytes(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout,
+                           offload_tokens: int) -> int:
+        """Host memory the CPU KV tier takes over all ranks: by default each rank of every stage keeps its own
+        tokens at its pool's bytes per token (SGLang's HostKVCache, mem_cache/pool_host/base.py)."""
+        dep = target.deployment
+        return offload_tokens * layout.bytes_per_token * dep.tensor_parallel_size * dep.pipeline_parallel_size
+
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         """What the engine's own overrides of the pool did."""
         return []

@@ -242,7 +242,8 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
         num_blocks=num_blocks, tokens=tokens, max_concurrency=round(concurrency_value, 2),
         fits=error is None and bool(layout.groups), max_model_len_that_fits=fit.longest,
         blocks_per_request=per_request, request_bytes=fit.request_bytes, ladder=tuple(ladder),
-        offload_tokens=offload_tokens)
+        offload_tokens=offload_tokens,
+        offload_host_bytes=rules.offload_host_bytes(target, settings, layout, offload_tokens))
     notes += _pool_notes(target, settings, prepared, layout, tokens) + rules.pool_notes(target, settings, num_blocks)
     return Plan(model=spec, gpu=gpu, tensor_parallel=dep.tensor_parallel_size,
                 pipeline_parallel=dep.pipeline_parallel_size, data_parallel=dep.data_parallel_size,

@@ -429,7 +429,12 @@ class Vllm(PoolRules):
 
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
-        return cpu_tier(target.deployment, layout)
+        tier = cpu_tier(target.deployment, layout)
+        return tier.tokens, tier.notes
+
+    def offload_host_bytes(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout,
+                           offload_tokens: int) -> int:
+        return cpu_tier(target.deployment, layout).host_bytes
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
         override = target.deployment.num_gpu_blocks_override

@@ -449,7 +449,7 @@ NOTED: dict[str, tuple[str, str]] = {
     "spec-model": ("value", "shorthand for --speculative-config '{\"model\": ...}' (draft weights and KV)"),
     "spec-tokens": ("value", "shorthand for --speculative-config '{\"num_speculative_tokens\": N}'"),
     "diffusion-config": ("value", "diffusion-LM decoding settings"),
-    "kv-transfer-config": ("value", "KV connector (P/D disaggregation, offloading) may allocate buffers"),
+    # --kv-transfer-config is modelled (a Deployment knob; engines/vllm/lmcache.py, kv_offload.py)
     "ec-transfer-config": ("value", "encoder-cache transfer connector"),
     "ec-manager-config": ("value", "custom encoder-cache manager"),
     "attention-config": ("value", "attention backend settings (like --attention-backend)"),
