@@ -51,3 +51,15 @@ def test_bad_offloading_input_is_one_line(flags, message):
     result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "-m", "Qwen/Qwen2.5-7B", "--gpu",
                              "h100", *flags], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_an_mla_latent_over_tp_is_kept_once():
+    # vLLM 0.33.0 distributed/kv_transfer/kv_connector/v1/offloading/config.py replicated_layout: MLA, TP > 1,
+    # every rank holding the whole latent -> one copy per chunk. DeepSeek-V2-Lite: 27 layers x (512 + 64) x 2 B =
+    # 31,104 B a token, 497,664 B a block, rounded up to 122 pages of 4,096 = 499,712 B, at TP 1 and TP 2 alike
+    # (two copies would be 995,328 B a chunk)
+    for tp in (1, 2):
+        tier = estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="h100", max_model_len=8192, kv_offloading_size=16,
+                        tensor_parallel_size=tp)
+        assert tier.capacity.offload_tokens == 16 * 2**30 // 499_712 * 16 == 550_064
+        assert tier.capacity.offload_host_bytes == 34_379 * 499_712

@@ -6,7 +6,8 @@ config/vllm.py _post_init_kv_transfer_config: the native backend is the Offloadi
 LMCache server process (LMCacheMPConnector) and passes no size. Either replaces the connector a
 --kv-transfer-config named. v1/kv_offload/cpu/spec.py CPUOffloadingSpec: a CPU chunk holds blocks_per_chunk (1 by
 default) GPU blocks of every worker (worker_kv_bytes_per_block, one block across all the worker's layers:
-offloading/config.py, from the single KV tensor v1/core/kv_cache_planning.py lays out), rounded up to the host page
+offloading/config.py, from the single KV tensor v1/core/kv_cache_planning.py lays out; one copy for an MLA latent
+over TP, replicated_layout), rounded up to the host page
 (BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE, 4,096 B); num_chunks = cpu_bytes_to_use // that. The GPU pool is what the
 release computes without the tier; the CPU tier adds num_chunks x block_size tokens of prefix cache in pinned host
 memory. A --kv-transfer-config with LMCacheConnectorV1 runs LMCache inside each worker (engines/vllm/lmcache.py)."""
@@ -46,13 +47,17 @@ def _native(dep: Deployment, layout: PoolLayout) -> CpuTier:
     if dep.pipeline_parallel_size > 1:
         raise KvplanError("the CPU KV tier is modelled without pipeline parallelism (each stage's workers hold "
                           "different layers)", dep.where("kv_offloading_size"))
-    workers = dep.tensor_parallel_size
+    # offloading/config.py: an MLA latent, whole on every TP rank, is kept once (replicated_layout, in the shared
+    # /dev/shm region of a single-node CUDA deployment)
+    replicated = bool(layout.groups) and layout.groups[0].layer.latent_cache and dep.tensor_parallel_size > 1
+    workers = 1 if replicated else dep.tensor_parallel_size
     chunk = -(-layout.block_bytes * workers // HOST_PAGE) * HOST_PAGE
     cpu_bytes = int(dep.kv_offloading_size * (1 << 30))
     chunks = cpu_bytes // chunk
     tokens = chunks * layout.block_size
+    how = "kept once for" if replicated else "over"
     return CpuTier(tokens, chunks * chunk, [
         f"CPU KV tier (--kv-offloading-size {dep.kv_offloading_size:g}, OffloadingConnector): {chunks:,} blocks of "
-        f"{chunk:,} B over the {workers} TP rank(s) = {tokens:,} tokens of prefix cache in pinned host memory; the "
-        f"host needs {chunks * chunk / GiB:.2f} GiB free"])
+        f"{chunk:,} B {how} the {dep.tensor_parallel_size} TP rank(s) = {tokens:,} tokens of prefix cache in pinned "
+        f"host memory; the host needs {chunks * chunk / GiB:.2f} GiB free"])
 
