@@ -49,8 +49,10 @@ def test_pages_equalised_through_the_block_size():
 
 
 def test_the_vllm_023_log_replays_to_the_block():
+    # the log ran google's bfloat16 checkpoint (KV bfloat16 under auto); this NVFP4 copy of its text_config names
+    # an FP8 KV cache in its config.json (kv_cache_scheme), so the log's KV dtype is given
     plan = kvplan.estimate(str(GEMMA4_31B), gpu="h100", max_model_len=32_768, max_num_seqs=20,
-                           kv_cache_memory_bytes=LOGGED_KV_BYTES, engine_version="0.23")
+                           kv_cache_memory_bytes=LOGGED_KV_BYTES, engine_version="0.23", kv_cache_dtype="bfloat16")
     # 30,504,930,508 // 2,621,440 = 11,636 blocks; 11,636 / 3,909 = 2.9767: the logged 2.98x, and
     # int(2.9767 x 32,768) = 97,541, the logged token count (vLLM's get_kv_cache_capacity)
     assert plan.capacity.num_blocks == 11_636

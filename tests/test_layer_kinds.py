@@ -47,7 +47,7 @@ def test_specs_are_values():
     # capacity groups equal specs with a Counter
     assert Counter([FULL, FullAttention(8, 128), SLIDING, SLIDING]) == {FULL: 2, SLIDING: 2}
     # models.model.layer_runs reads the fields with asdict
-    assert asdict(SLIDING) == {"kv_heads": 8, "head_dim": 128, "window": 4096}
+    assert asdict(SLIDING) == {"kv_heads": 8, "head_dim": 128, "window": 4096, "value_dim": None}
     assert asdict(CHUNKED) == {"kv_heads": 8, "head_dim": 128, "chunk": 8192}
     assert asdict(MLA) == {"latent_dim": 576} and asdict(STATE) == {"state_bytes": 5 * 2**20}
 
@@ -120,7 +120,7 @@ def test_per_token_bytes_per_kind():
 class Rules:
     """A stand-in parameter counter that says which rule a kind picked, and with what."""
 
-    def kv_attention(self, kv_heads, head_dim):
+    def kv_attention(self, kv_heads, head_dim, value_dim=None, sliding=False):
         return 1_000_000 + kv_heads * 1000 + head_dim
 
     def latent_attention(self):

@@ -42,7 +42,8 @@ def latent_tensor(block_size: int, dim: int, kv_format: KvFormat) -> PageTensor:
 class MixerCounter(Protocol):
     """The parameter rules of one model's config (kvplan.models.params); each layer kind picks its own."""
 
-    def kv_attention(self, kv_heads: int, head_dim: int) -> int: ...
+    def kv_attention(self, kv_heads: int, head_dim: int, value_dim: int | None = None,
+                     sliding: bool = False) -> int: ...
 
     def latent_attention(self) -> int: ...
 
@@ -186,33 +187,49 @@ class _KeyValueHeads(_OneMixer):
 
     kv_heads: int
     head_dim: int
+    # V's head dim where it differs from K's (MiMo-V2-Flash: K 192, V 128; vLLM 0.33.0 kv_cache_interface.py
+    # AttentionSpec.head_size_v, a page of (head_size + head_size_v) per head and token); None: K's
+    value_dim: int | None = None
     holds_kv: ClassVar[bool] = True
     has_mlp: ClassVar[bool] = True
+
+    @property
+    def v_head_dim(self) -> int:
+        return self.value_dim or self.head_dim
+
+    def dims(self) -> str:
+        return str(self.head_dim) if self.v_head_dim == self.head_dim else f"{self.head_dim} (V {self.v_head_dim})"
 
     def heads_per_rank(self, tp: int) -> int:
         # vLLM replicates KV heads when there are fewer of them than TP ranks.
         return max(1, self.kv_heads // tp)
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
-        return 2 * self.heads_per_rank(tp) * kv_format(kv_bytes).vector_bytes(self.head_dim)
+        kv = kv_format(kv_bytes)
+        return self.heads_per_rank(tp) * (kv.vector_bytes(self.head_dim) + kv.vector_bytes(self.v_head_dim))
 
     def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
         return block_size * self.bytes_per_token(kv_bytes, tp)
 
     def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
-        shape = (block_size, self.heads_per_rank(tp), self.head_dim)
-        return PageTensor("key", shape, kv_bytes), PageTensor("value", shape, kv_bytes)
+        heads = self.heads_per_rank(tp)
+        return (PageTensor("key", (block_size, heads, self.head_dim), kv_bytes),
+                PageTensor("value", (block_size, heads, self.v_head_dim), kv_bytes))
 
     def as_full(self) -> FullAttention:
-        return FullAttention(self.kv_heads, self.head_dim)
+        return FullAttention(self.kv_heads, self.head_dim, self.value_dim)
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         total = layers * self.page_bytes(block_size, kv_bytes, tp)
-        return (f"2 x {layers} layers x {self.heads_per_rank(tp)} KV heads x "
-                f"{kv_format(kv_bytes).describe(self.head_dim, block_size)} = {total:,} B")
+        kv = kv_format(kv_bytes)
+        if self.v_head_dim == self.head_dim:
+            return (f"2 x {layers} layers x {self.heads_per_rank(tp)} KV heads x "
+                    f"{kv.describe(self.head_dim, block_size)} = {total:,} B")
+        return (f"{layers} layers x {self.heads_per_rank(tp)} KV heads x (K {kv.describe(self.head_dim, block_size)}"
+                f" + V {kv.describe(self.v_head_dim, block_size)}) = {total:,} B")
 
     def mixer_params(self, counter: MixerCounter) -> int:
-        return counter.kv_attention(self.kv_heads, self.head_dim)
+        return counter.kv_attention(self.kv_heads, self.head_dim, self.value_dim, self.drops_old_tokens)
 
 
 @dataclass(frozen=True)
@@ -221,6 +238,7 @@ class FullAttention(_KeyValueHeads):
 
     kv_heads: int
     head_dim: int
+    value_dim: int | None = None
     kind: ClassVar[str] = "full"
     drops_old_tokens: ClassVar[bool] = False
 
@@ -228,7 +246,7 @@ class FullAttention(_KeyValueHeads):
         return cdiv(context, block_size)
 
     def describe(self) -> str:
-        return f"full attention, {self.kv_heads} KV heads x {self.head_dim}"
+        return f"full attention, {self.kv_heads} KV heads x {self.dims()}"
 
 
 @dataclass(frozen=True)
@@ -238,6 +256,7 @@ class SlidingWindow(_KeyValueHeads):
     kv_heads: int
     head_dim: int
     window: int
+    value_dim: int | None = None
     kind: ClassVar[str] = "sliding"
     drops_old_tokens: ClassVar[bool] = True
 
@@ -251,7 +270,7 @@ class SlidingWindow(_KeyValueHeads):
         return self.window
 
     def describe(self) -> str:
-        return f"sliding window {self.window}, {self.kv_heads} KV heads x {self.head_dim}"
+        return f"sliding window {self.window}, {self.kv_heads} KV heads x {self.dims()}"
 
 
 @dataclass(frozen=True)

@@ -122,23 +122,30 @@ class _Mixers:
     # per-head parameters): what a quantized checkpoint keeps at the model dtype
     loose: int = 0
 
-    def kv_attention(self, kv_heads: int, head_dim: int) -> int:
-        lm, family, hidden, heads = self.lm, self.family, self.hidden, self.heads
+    def kv_attention(self, kv_heads: int, head_dim: int, value_dim: int | None = None,
+                     sliding: bool = False) -> int:
+        """q, k, v and o (v and o of value_dim per head where V's head dim is apart); a sliding layer with its own
+        query heads and sinks (vLLM 0.33.0 mimo_v2.py MiMoV2FlashDecoderLayer: swa_num_attention_heads, and one
+        sink logit per head where add_swa_attention_sink_bias)."""
+        lm, family, hidden = self.lm, self.family, self.hidden
+        heads = lm.integer("swa_num_attention_heads", self.heads) if sliding else self.heads
         qkv_bias = lm.flag("attention_bias", family.qkv_bias) if lm.has("attention_bias") else family.qkv_bias
         o_bias = lm.flag("attention_bias", family.o_bias) if lm.has("attention_bias") else family.o_bias
         if lm.has("bias"):  # Falcon's single switch for every linear layer
             qkv_bias = o_bias = lm.flag("bias", False)
         q_width = heads * head_dim
         kv_width = kv_heads * head_dim
-        total = hidden * (q_width + 2 * kv_width) + q_width * hidden
+        v_width = kv_heads * (value_dim or head_dim)
+        total = hidden * (q_width + kv_width + v_width) + heads * (value_dim or head_dim) * hidden
         if lm.flag("attention_k_eq_v", False) and head_dim == lm.optional_int("global_head_dim"):
             total -= hidden * kv_width  # Gemma 4's full layers ship k_proj only (vLLM 0.33.0 gemma4.py)
         if lm.flag("attn_output_gate", _gated_delta_net(lm)):
             # q_proj also yields a per-channel output gate; vLLM's Qwen3-Next attention reads
             # attn_output_gate with a default of true
             total += hidden * q_width
-        loose = (q_width + 2 * kv_width if qkv_bias else 0) + (hidden if o_bias else 0)
-        loose += (2 * head_dim if family.qk_norm else 0) + (heads if family.attention_sinks else 0)
+        sinks = family.attention_sinks or (sliding and lm.flag("add_swa_attention_sink_bias", False))
+        loose = (q_width + kv_width + v_width if qkv_bias else 0) + (hidden if o_bias else 0)
+        loose += (2 * head_dim if family.qk_norm else 0) + (heads if sinks else 0)
         self.loose += loose
         return total + loose
 
