@@ -137,16 +137,16 @@ def test_engines_differ_as_documented():
     assert sglang["memory"]["kv_cache_bytes"] == 55_212_619_394
     assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 962_831
     # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights, the profiling run, the CUDA graphs
-    # and the CUDA context, in whole tokens, rounded up to 32-token blocks.
+    # and the CUDA context, in whole tokens, in whole 32-token blocks (rounded down, resource_manager.py).
     #   profiling run: 8,192 tokens x (3 x 3,584 + 3 x 18,944 = 67,584 elements at the MLP) x 2 = 1,107,296,256
     #   (its 2 dummy requests' logits, 2 x 152,064 x (2 + 4) = 1,824,768, are smaller)
     #   CUDA graphs: the largest, 128 decode requests, is its logits 128 x 152,064 x 6 = 116,785,152
     #   free 85,018,877,624 - 15,231,233,024 - 1,107,296,256 - 116,785,152 - 654,982,512 = 67,908,580,680;
-    #   x 0.8999999761581421 = 61,117,720,992 -> // 57,344 = 1,065,808 tokens -> 33,307 blocks of 32
-    #   = 1,065,824 tokens, 33,307 x 1,835,008 = 61,118,611,456 B
+    #   x 0.8999999761581421 = 61,117,720,992 -> // 57,344 = 1,065,808 tokens -> 33,306 blocks of 32
+    #   = 1,065,792 tokens, 33,306 x 1,835,008 = 61,116,776,448 B
     assert trt["memory"]["activation_bytes"] == 1_107_296_256
-    assert trt["memory"]["kv_cache_bytes"] == 61_118_611_456
-    assert trt["capacity"]["num_blocks"] == 33_307 and trt["capacity"]["tokens"] == 1_065_824
+    assert trt["memory"]["kv_cache_bytes"] == 61_116_776_448
+    assert trt["capacity"]["num_blocks"] == 33_306 and trt["capacity"]["tokens"] == 1_065_792
 
 
 def test_fp8_kv_doubles_tokens():

@@ -99,10 +99,10 @@ def test_nemotron_nano_nvfp4_kv_is_fp8_under_auto():
     assert sglang.kv_dtype == "fp8_e4m3"
     assert estimate(str(NANO), gpu="h100", max_model_len=32768, engine="sglang",
                     engine_version="0.5.8").kv_dtype == "bfloat16"
-    # TensorRT-LLM: its 1.2 release sources were not reachable; the model dtype, and a note that says so
+    # TensorRT-LLM: kv_cache_dtype auto keeps the checkpoint's KV quantization (validate_and_set_kv_cache_quant,
+    # tensorrt_llm/_torch/pyexecutor/model_loader.py@b51992a3): fp8_e4m3
     trtllm = estimate(str(NANO), gpu="h100", max_model_len=32768, engine="trtllm")
-    assert trtllm.kv_dtype == "bfloat16"
-    assert any("TensorRT-LLM's 1.2 sources were not reachable" in note for note in trtllm.notes)
+    assert trtllm.kv_dtype == "fp8_e4m3"
 
 
 def test_llama_fp8_modelopt_by_hand():

@@ -189,16 +189,16 @@ def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, rese
 
 @pytest.mark.parametrize("extra, activation, graphs, pool, blocks", [
     # default max_batch_size 2048: the largest of CudaGraphConfig's batch sizes 1-31, 32, 64, 128 within
-    # min(2,048, max_num_tokens 8,192) is 128, and the estimation pool (ceil(8,193 / 32) + ceil(3 / 32) = 258 blocks
-    # for the two dummy requests of max_seq_len 8192) holds it. The graph's logits in bf16 and float32 at once,
+    # min(2,048, max_num_tokens 8,192) is 128, and the estimation pool (at least max_batch_size blocks, _util.py
+    # _get_token_num_for_estimation as stored in 2026) holds it. The graph's logits in bf16 and float32 at once,
     # 128 x 128,256 x (2 + 4) = 98,500,608, beat its layers' 128 x 55,296 x 2 = 14,155,776.
     #   free 85,018,877,624 - 16,060,522,496 - 905,969,664 - 98,500,608 - 654,982,512 (CUDA context)
     #   = 67,298,902,344; x 0.8999999761581421 (0.9 as a C++ float) = 60,569,010,505 -> // 131,072 = 462,104 tokens
-    #   -> rounded up to 14,441 blocks of 32 = 60,569,944,064 B
-    ((), 905_969_664, 98_500_608, 60_569_944_064, 14_441),
+    #   -> 14,440 whole blocks of 32 (resource_manager.py rounds down) = 60,565,749,760 B
+    ((), 905_969_664, 98_500_608, 60_565_749_760, 14_440),
     # --max-num-seqs 64 (max_batch_size): graphs stop at 64 requests, 64 x 128,256 x 6 = 49,250,304
-    #   free 67,348,152,648 -> 60,613,335,777 -> 462,443 tokens -> 14,452 blocks = 60,616,081,408 B
-    (("--max-num-seqs", "64"), 905_969_664, 49_250_304, 60_616_081_408, 14_452),
+    #   free 67,348,152,648 -> 60,613,335,777 -> 462,443 tokens -> 14,451 blocks = 60,611,887,104 B
+    (("--max-num-seqs", "64"), 905_969_664, 49_250_304, 60_611_887_104, 14_451),
 ])
 def test_trtllm_profiling_llama8b_h100(extra, activation, graphs, pool, blocks):
     # TensorRT-LLM's PyTorch backend (kvplan/engines/trtllm.py): the dummy requests' forward of max_num_tokens 8192

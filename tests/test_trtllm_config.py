@@ -45,33 +45,33 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_max_tokens_caps_the_pool(tmp_path):
-    # kv_cache_config.max_tokens 100,001 is below the 1,065,808 tokens the 0.9 fraction gives: ceilDiv(100,001, 32)
-    # = 3,126 blocks = 100,032 tokens
+    # kv_cache_config.max_tokens 100,001 is below the 1,065,808 tokens the 0.9 fraction gives: whole blocks of
+    # 100,001 tokens (resource_manager.py calculate_max_num_blocks rounds down) = 3,125 blocks = 100,000 tokens
     config = write(tmp_path, "kv_cache_config:\n  max_tokens: 100001\n")
     plan = plan_of(pasted("--config", config))
-    assert plan.capacity.num_blocks == 3_126 and plan.capacity.tokens == 100_032
+    assert plan.capacity.num_blocks == 3_125 and plan.capacity.tokens == 100_000
 
 
 def test_free_gpu_memory_fraction_changes_the_pool(tmp_path):
-    # 67,908,580,680 x 0.5 = 33,954,290,340 B // 57,344 = 592,115 tokens -> ceilDiv by 32 = 18,504 blocks
+    # 67,908,580,680 x 0.5 = 33,954,290,340 B // 57,344 = 592,115 tokens -> 18,503 whole blocks of 32
     config = write(tmp_path, "kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n")
     plan = plan_of(pasted("--extra_llm_api_options", config))
-    assert plan.capacity.num_blocks == 18_504 and plan.capacity.tokens == 592_128
+    assert plan.capacity.num_blocks == 18_503 and plan.capacity.tokens == 592_096
 
 
 def test_tokens_per_block_sets_the_block(tmp_path):
-    # 64-token blocks: the estimation pool is ceil(8,194 / 64) = 129 blocks, still room for the 128-request graph,
+    # 64-token blocks: the estimation pool (at least max_batch_size 2,048 blocks) still holds the 128-request graph,
     # so the free memory is the same. 0.9 (0.8999999761581421 as a C++ float) of 67,908,580,680 = 61,117,720,992 B
-    # // 57,344 = 1,065,808 tokens -> ceilDiv by 64 = 16,654 blocks of 64 = 1,065,856 tokens
+    # // 57,344 = 1,065,808 tokens -> 16,653 whole blocks of 64 = 1,065,792 tokens
     config = write(tmp_path, "kv_cache_config:\n  tokens_per_block: 64\n")
     plan = plan_of(pasted("--config", config))
-    assert plan.capacity.num_blocks == 16_654 and plan.capacity.tokens == 1_065_856
+    assert plan.capacity.num_blocks == 16_653 and plan.capacity.tokens == 1_065_792
 
 
 def test_max_gpu_total_bytes_zero_is_no_cap(tmp_path):
-    # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 33,307 blocks stay
+    # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 33,306 blocks stay
     config = write(tmp_path, "kv_cache_config:\n  max_gpu_total_bytes: 0\n")
-    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_307
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_306
 
 
 def test_flag_on_the_command_line_wins_over_the_file(tmp_path):
@@ -104,9 +104,9 @@ def test_known_keys_are_noted_or_listed(tmp_path):
 
 
 def test_empty_file_is_no_options(tmp_path):
-    # update_llm_args_with_extra_options reads an empty file as {}: the defaults' 33,307 blocks
+    # update_llm_args_with_extra_options reads an empty file as {}: the defaults' 33,306 blocks
     config = write(tmp_path, "# nothing yet\n")
-    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_307
+    assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_306
 
 
 @pytest.mark.parametrize(("text", "where", "message"), [
@@ -147,12 +147,12 @@ def test_bad_key_exits_2_naming_file_line_and_key(tmp_path):
 
 
 def test_same_plan_through_both_front_doors(tmp_path):
-    # kv_cache_config.max_tokens 100,001 -> 3,126 blocks either way
+    # kv_cache_config.max_tokens 100,001 -> 3,125 blocks either way
     config = write(tmp_path, "kv_cache_config:\n  max_tokens: 100001\nmax_seq_len: 8192\n")
     through_option = run_cli("estimate", "--gpu", "h100", "--engine", "trtllm", "--model", MODEL, "--config",
                              config, "--json")
     through_paste = run_cli("estimate", "--gpu", "h100", "--json", "--", "trtllm-serve", MODEL, "--config", config)
     assert through_option.returncode == 0 and through_paste.returncode == 0, through_option.stderr
     first, second = json.loads(through_option.stdout), json.loads(through_paste.stdout)
-    assert first["capacity"]["num_blocks"] == 3_126 and first["capacity"] == second["capacity"]
+    assert first["capacity"]["num_blocks"] == 3_125 and first["capacity"] == second["capacity"]
     assert first["memory"] == second["memory"]

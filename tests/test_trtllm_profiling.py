@@ -38,15 +38,19 @@ def test_dummy_requests_cut_max_num_tokens_by_max_seq_len(max_num_tokens, max_se
     assert trtllm.dummy_requests(max_num_tokens, max_seq_len) == requests
 
 
-def test_estimation_pool_is_the_one_t03_prints():
-    # T03 (max_num_tokens 8192, max_seq_len 131,072, overlap scheduler off, 32-token blocks): one request of
-    # 8,192 + 1 generated token = 8,193 -> 257 blocks = 8,224 tokens, as "Allocated 0.56 GiB for max tokens in
-    # paged KV cache (8224)" says (8,224 x 73,728 B = 0.5647 GiB).
-    assert trtllm.estimation_tokens(8192, 131_072, 32, overlap=False) == 8224
-    # max_seq_len 2048: 4 requests of 2,047 (+1 -> 2,048: 64 blocks each) and one of 4 (+1: 1 block) = 257 blocks;
-    # the overlap scheduler adds a token to each: 4 x ceil(2,049 / 32) + 1 = 261 blocks = 8,352 tokens.
-    assert trtllm.estimation_tokens(8192, 2048, 32, overlap=False) == 8224
-    assert trtllm.estimation_tokens(8192, 2048, 32, overlap=True) == 8352
+def test_estimation_pool_has_a_floor_of_max_batch_size_blocks():
+    # _get_token_num_for_estimation (tensorrt_llm/_torch/pyexecutor/_util.py as stored in 2026; read_file id
+    # 54555926407): the dummy requests' blocks, each prompt + 1 generated token, at least the CUDA-graph warmup's
+    # ceil((max_seq_len + 1) / 32) + graph batch - 1 blocks and at least max_batch_size blocks.
+    # max_seq_len 131,072, 128-request graphs, max_batch_size 2,048: dummy ceil(8,193 / 32) = 257 blocks, warmup
+    # 4,097 + 127 = 4,224, floor 2,048 -> 4,224 blocks = 135,168 tokens.
+    assert trtllm.estimation_tokens(8192, 131_072, 32, 2048, 128) == 4224 * 32
+    # max_seq_len 2,048: 4 x ceil(2,048 / 32) + ceil(5 / 32) = 257 blocks; warmup 65 + 63 = 128 with 64-request
+    # graphs; max_batch_size 64 -> 257 blocks = 8,224 tokens. (T03, a 1.1.0rc3 log with max_seq_len 131,072 and
+    # max_batch_size 64, printed 8,224 too: before the floors, its one 8,193-token request alone.)
+    assert trtllm.estimation_tokens(8192, 2048, 32, 64, 64) == 8224
+    # the max_batch_size floor: 2,048 blocks whatever the requests need
+    assert trtllm.estimation_tokens(2048, 8192, 32, 2048, 128) == 2048 * 32
 
 
 def test_profiling_activation_against_t03():
@@ -94,21 +98,21 @@ def test_tensor_parallel_ranks_profile_their_share():
 
 def test_no_cuda_graphs_no_graph_pool():
     # As tests/test_trtllm_rules.py's first test without the 116,785,152 B of graphs: free 68,025,365,832
-    # x 0.8999999761581421 = 61,222,827,626 -> // 57,344 = 1,067,641 tokens -> 33,364 blocks of 32
+    # x 0.8999999761581421 = 61,222,827,626 -> // 57,344 = 1,067,641 tokens -> 33,363 whole blocks of 32
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192, enforce_eager=True)
     assert plan.memory.cuda_graph_bytes == 0
-    assert plan.capacity.num_blocks == 33_364
+    assert plan.capacity.num_blocks == 33_363
 
 
 def test_max_num_tokens_sizes_the_profiling_run():
     # max_num_tokens 4096: one dummy request (4,096 <= 8,191): 4,096 x 67,584 x 2 = 553,648,128; the estimation
-    # pool, ceil(4,098 / 32) = 129 blocks, still holds the 128-request graph (116,785,152).
+    # pool (at least max_batch_size 2,048 blocks) holds the 128-request graph (116,785,152).
     # Free 85,018,877,624 - 15,231,233,024 - 553,648,128 - 116,785,152 - 654,982,512 = 68,462,228,808
-    # x 0.8999999761581421 = 61,616,004,294 -> // 57,344 = 1,074,497 tokens -> 33,579 blocks
+    # x 0.8999999761581421 = 61,616,004,294 -> // 57,344 = 1,074,497 tokens -> 33,578 whole blocks
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192,
                     max_num_batched_tokens=4096)
     assert plan.memory.activation_bytes == 553_648_128 and plan.memory.cuda_graph_bytes == 116_785_152
-    assert plan.capacity.num_blocks == 33_579
+    assert plan.capacity.num_blocks == 33_578
 
 
 @pytest.mark.parametrize("max_batch_size, largest", [
@@ -136,16 +140,14 @@ def test_graph_memory_is_the_largest_graphs_forward():
     assert plan.memory.cuda_graph_bytes == 58_392_576
 
 
-@pytest.mark.parametrize("max_num_tokens, block_size, graphs", [
-    # one dummy request of max_num_tokens + 2 tokens (its generated token, one more for the overlap scheduler):
-    (2048, 32, 0),  # ceil(2,050 / 32) = 65 blocks: no room for the 128-request graph, so none is captured
-    (2048, 16, 116_785_152),  # ceil(2,050 / 16) = 129 blocks: the 128-request graph fits (as in the rules test)
-    (4063, 32, 116_785_152),  # ceil(4,065 / 32) = 128 blocks, just enough (without the overlap token: 127)
-])
-def test_a_small_estimation_pool_captures_no_graphs(max_num_tokens, block_size, graphs):
+@pytest.mark.parametrize("max_num_tokens, block_size", [(2048, 32), (2048, 16), (4063, 32)])
+def test_a_small_profiling_run_still_captures_the_largest_graph(max_num_tokens, block_size):
+    # The estimation pool holds at least max_batch_size (2,048) blocks (_util.py as stored in 2026), so the
+    # 128-request graph is captured even where the one dummy request needs 65 blocks (ceil(2,049 / 32)): its
+    # logits 128 x 152,064 x (2 + 4) = 116,785,152. (Before that floor a 2,048-token run captured none.)
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192,
                     max_num_batched_tokens=max_num_tokens, block_size=block_size)
-    assert plan.memory.cuda_graph_bytes == graphs
+    assert plan.memory.cuda_graph_bytes == 116_785_152
 
 
 @pytest.mark.parametrize("backend, name", [("tensorrt", "tensorrt"), ("trt", "tensorrt"), ("pytorch", "pytorch"),
@@ -188,12 +190,12 @@ def test_engine_log_replays_take_the_engine_backend():
 
 def test_the_pytorch_backend_on_t08_adds_its_graphs():
     # The same deployment served by the PyTorch backend: the 64-request graph (64 of 1-31, 32, 64, 128 within
-    # max_batch_size 64; the estimation pool's ceil(8,194 / 64) = 129 blocks hold it) adds
+    # max_batch_size 64; the estimation pool's ceil(8,193 / 64) = 129 blocks hold it) adds
     # 64 x 151,936 x (2 + 4) = 58,343,424 B; free 19,337,878,447 x 0.44999998807907104 = 8,702,045,070
-    # -> // 28,672 = 303,503 tokens -> 4,743 blocks of 64 = 303,552 tokens
+    # -> // 28,672 = 303,503 tokens -> 4,742 whole blocks of 64 = 303,488 tokens
     plan = t08_plan()
     assert plan.memory.cuda_graph_bytes == 58_343_424
-    assert plan.capacity.tokens == 303_552
+    assert plan.capacity.tokens == 303_488
 
 
 @pytest.mark.parametrize("flags, pasted", [

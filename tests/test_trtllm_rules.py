@@ -1,15 +1,23 @@
-"""TensorRT-LLM's budget rule (kvplan/engines/trtllm.py): the fraction of the memory free after the profiling run,
-in whole tokens, rounded up to blocks; derived by hand. The profiling run's terms: tests/test_trtllm_profiling.py."""
+"""TensorRT-LLM's budget rule (kvplan/engines/trtllm/budget.py): the fraction of the memory free after the profiling
+run, in whole tokens, in whole blocks (rounded down by the PyTorch backend's KVCacheManager as stored in 2026, up by
+the C++ one); derived by hand. The profiling run's terms: tests/test_trtllm_profiling.py."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
 from kvplan.engines import plan_deployment as engines_estimate
 from kvplan.engines.trtllm import budget as trtllm
+from kvplan.errors import KvplanError
 from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
+
+LLAMA_FP8 = Path(__file__).parent / "fixtures" / "configs" / "frontier" / "nvidia__Llama-3.1-70B-Instruct-FP8"
 
 
 def test_pool_from_the_memory_free_after_the_profiling_run():
@@ -17,39 +25,70 @@ def test_pool_from_the_memory_free_after_the_profiling_run():
     # holds 3 x 3,584 + 3 x 18,944 = 67,584 elements per token at the MLP: 8,192 x 67,584 x 2 = 1,107,296,256,
     # more than its logits (ceil(8,192 / 8,191) = 2 dummy requests, one row each: 2 x 152,064 x (2 + 4) =
     # 1,824,768). CUDA graphs: the largest of 1-31, 32, 64, 128 within min(2,048, 8,192) is 128, and the estimation
-    # pool's ceil(8,193 / 32) + ceil(3 / 32) = 258 blocks hold it; its logits 128 x 152,064 x 6 = 116,785,152 beat
+    # pool's floor of max_batch_size = 2,048 blocks holds it; its logits 128 x 152,064 x 6 = 116,785,152 beat
     # its layers' 128 x 67,584 x 2 = 17,301,504. The CUDA context 0.61 GiB = 654,982,512.
     # Free 85,018,877,624 - 17,110,296,944 = 67,908,580,680 x 0.8999999761581421 = 61,117,720,992 B
-    # -> // 57,344 = 1,065,808 tokens -> ceilDiv by 32 = 33,307 blocks = 1,065,824 tokens.
+    # -> // 57,344 = 1,065,808 tokens -> whole blocks of 32 (resource_manager.py calculate_max_num_blocks,
+    # int(max_tokens // tokens_per_block), read_file id 56108752801) = 33,306 blocks = 1,065,792 tokens.
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192)
     assert plan.memory.activation_bytes == 1_107_296_256
     assert plan.memory.cuda_graph_bytes == 116_785_152
     assert plan.memory.non_torch_bytes == 654_982_512
-    assert plan.capacity.num_blocks == 33_307 and plan.capacity.tokens == 1_065_824
-    assert plan.memory.kv_cache_bytes == 33_307 * 32 * 57_344
+    assert plan.capacity.num_blocks == 33_306 and plan.capacity.tokens == 1_065_792
+    assert plan.memory.kv_cache_bytes == 33_306 * 32 * 57_344
 
 
-def test_max_gpu_total_bytes_caps_the_pool():
-    # kv_cache_config.max_gpu_total_bytes 10 GiB, below the fraction's 56.92 GiB (61,117,720,992 B): the smaller wins.
-    # 10 GiB // 57,344 = 187,245 tokens -> 5,852 blocks of 32 = 187,264 tokens.
+def test_max_gpu_total_bytes_does_not_cap_a_full_attention_pool_on_the_pytorch_backend():
+    # KvCacheCreator.configure_kv_cache_capacity (tensorrt_llm/_torch/pyexecutor/_util.py as stored in 2026, read_file
+    # id 54555926407) sets kv_cache_config.max_tokens from the memory before it applies max_gpu_total_bytes, and
+    # KVCacheManager.calculate_max_num_blocks reads max_tokens and the fraction only: 10 GiB changes nothing, the
+    # pool is the first test's 33,306 blocks, and a note says so.
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192,
                     kv_cache_memory="10GiB")
+    assert plan.capacity.num_blocks == 33_306
+    assert any("max_gpu_total_bytes" in note and "does not cap" in note for note in plan.notes)
+
+
+def test_max_gpu_total_bytes_caps_the_engine_backends_pool():
+    # The C++ KVCacheManager (TensorRT engine backend) takes the smaller of the fraction and the bytes, then
+    # ceilDiv: 10 GiB // 57,344 = 187,245 tokens -> 5,852 blocks of 32 = 187,264 tokens.
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192,
+                    kv_cache_memory="10GiB", backend="tensorrt")
     assert plan.capacity.num_blocks == 5_852 and plan.capacity.tokens == 187_264
 
 
-def test_max_tokens_caps_before_rounding_up():
-    # kv_cache_config.max_tokens 100,001: the cap applies to tokens, then ceilDiv by 32 = 3,126 blocks = 100,032.
+def test_max_tokens_caps_the_memory_then_whole_blocks():
+    # kv_cache_config.max_tokens 100,001: configure_kv_cache_capacity caps the memory at 100,001 x 57,344 B,
+    # tokens_for_budget gives back 100,001 tokens, calculate_max_num_blocks rounds down: 3,125 blocks = 100,000.
     # (Deployment.max_total_tokens; tests/test_trtllm_config.py reads it from a trtllm-serve --config file)
     gpu = find_gpu("h100")
     dep = Deployment(engine="trtllm", gpu=gpu.id, max_model_len=8192, max_total_tokens=100_001)
     plan = engines_estimate(resolve("Qwen/Qwen2.5-7B"), dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1))
-    assert plan.capacity.num_blocks == 3_126 and plan.capacity.tokens == 100_032
+    assert plan.capacity.num_blocks == 3_125 and plan.capacity.tokens == 100_000
 
 
-def test_blocks_round_up():
-    assert trtllm.pool_blocks(86_711, 32) == 2_710  # T03: 86,711 max tokens -> 86,720 in the pool
+def test_blocks_round_up_in_cpp_and_before_1_2_down_after():
+    # T03 (1.1.0rc3): 86,711 max tokens -> 86,720 in the pool (ceil, as resource_manager.py@d2a5560a's math.ceil);
+    # the 2026 sources' int(max_tokens // tokens_per_block): 2,709 blocks
+    assert trtllm.pool_blocks(86_711, 32) == 2_710
     assert trtllm.pool_blocks(86_720, 32) == 2_710
+    assert trtllm.whole_blocks(86_711, 32) == 2_709
     assert trtllm.max_tokens(10 * 57_344 + 1, 57_344, cap=7) == 7  # max_tokens_in_paged_kv_cache
+
+
+def test_fp8_kv_cache_under_auto_for_a_checkpoint_that_names_it():
+    # Llama-3.1-70B-Instruct-FP8 (hf_quant_config.json: kv_cache_quant_algo FP8). kv_cache_dtype auto keeps the
+    # checkpoint's KV quantization (validate_and_set_kv_cache_quant, tensorrt_llm/_torch/pyexecutor/
+    # model_loader.py@b51992a3): 80 layers x 2 x 8 KV heads x 128 x 1 B = 163,840 B a token (327,680 in bf16).
+    plan = estimate(str(LLAMA_FP8), gpu="h200", engine="trtllm", max_model_len=8192)
+    assert (plan.kv_dtype, plan.layout.bytes_per_token) == ("fp8_e4m3", 163_840)
+    assert plan.memory.kv_cache_bytes == plan.capacity.num_blocks * 32 * 163_840
+    # fp8 given explicitly matches the checkpoint; nvfp4 is refused as model_loader.py refuses it (RuntimeError
+    # "You cannot override a checkpoint with a pre-quantized KV cache that doesn't match")
+    assert estimate(str(LLAMA_FP8), gpu="h200", engine="trtllm", max_model_len=8192,
+                    kv_cache_dtype="fp8").layout.bytes_per_token == 163_840
+    with pytest.raises(KvplanError, match="kv_cache_quant_algo FP8"):
+        estimate(str(LLAMA_FP8), gpu="h200", engine="trtllm", max_model_len=8192, kv_cache_dtype="nvfp4")
 
 
 def test_extra_options_keys_name_deployment_fields():

@@ -79,10 +79,10 @@ def _sglang_tokens(entry: dict[str, Any], before: float, after: float) -> int:
 
 
 def _trtllm_tokens(entry: dict[str, Any], available: int) -> int:
+    """The logs' releases (1.1.0rc3 and the C++ executor) round the max tokens up to blocks (trtllm.pool_blocks), not
+    down as the 2026 PyTorch backend does."""
     tpb = entry["tokens_per_block"]
-    if "cell_bytes" in entry:
-        return trtllm.pool_blocks(trtllm.max_tokens(available, int(entry["cell_bytes"])), tpb) * tpb
-    return pool_plan(entry, available).capacity.tokens
+    return trtllm.pool_blocks(trtllm.max_tokens(available, cell_bytes(entry)), tpb) * tpb
 
 
 def _tokens_at(entry: dict[str, Any], values: tuple[float, ...]) -> int:
@@ -281,7 +281,7 @@ def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan
         tensor_parallel_size=tp, gpu_memory_utilization=entry.get("utilization"),
         max_model_len=entry.get("max_model_len"), max_num_seqs=entry.get("max_num_seqs"),
         max_num_batched_tokens=entry.get("max_num_batched_tokens"), speculative_config=entry.get("speculative_config"),
-        enforce_eager=entry.get("enforce_eager", False),
+        enforce_eager=entry.get("enforce_eager", False), limit_mm_per_prompt=entry.get("limit_mm_per_prompt"),
         mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory)
     choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8) if gpu
               else GpuChoice("custom", "log replay", 0, tp))

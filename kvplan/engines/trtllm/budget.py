@@ -30,9 +30,11 @@ import struct
 from typing import Protocol
 
 from kvplan.capacity import pool_layout
+from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput
 from kvplan.engines.trtllm.releases import RELEASES
+from kvplan.errors import KvplanError
 from kvplan.models.families import family_of
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
@@ -49,8 +51,6 @@ CUDA_GRAPH_BATCH_SIZES = (*range(1, 32), 32, 64, 128)
 # LogitsProcessor.forward (tensorrt_llm/_torch/modules/logits_processor.py) runs lm_head in the model's dtype and
 # returns logits.float(): both copies are alive at the upcast, in the eager forward and in a captured graph alike.
 LOGITS_UPCAST_BYTES = 4
-# TorchLlmArgs.disable_overlap_scheduler is False by default: the overlap scheduler is on.
-OVERLAP_SCHEDULER = True
 
 
 def as_float32(value: float) -> float:
@@ -76,8 +76,16 @@ def max_tokens(available: int, bytes_per_token: int, cap: int | None = None) -> 
 
 
 def pool_blocks(tokens: int, tokens_per_block: int) -> int:
-    """Blocks in the primary pool: the max tokens rounded up to whole blocks (ceilDiv)."""
+    """Blocks in the primary pool of the C++ KV cache manager and of the Python one up to 1.1: the max tokens
+    rounded up to whole blocks (ceilDiv; resource_manager.py@d2a5560a calculate_max_num_blocks math.ceil, and the
+    1.1.0rc3 log T03: 86,711 max tokens -> 86,720)."""
     return -(-tokens // tokens_per_block)
+
+
+def whole_blocks(tokens: int, tokens_per_block: int) -> int:
+    """Blocks in the primary pool of the PyTorch backend's KVCacheManager as stored in 2026: the max tokens rounded
+    down (resource_manager.py calculate_max_num_blocks, int(max_tokens // tokens_per_block))."""
+    return tokens // tokens_per_block
 
 
 def dummy_requests(max_num_tokens: int, max_seq_len: int) -> int:
@@ -86,14 +94,19 @@ def dummy_requests(max_num_tokens: int, max_seq_len: int) -> int:
     return cdiv(max_num_tokens, max(1, min(max_num_tokens, max_seq_len - 1)))
 
 
-def estimation_tokens(max_num_tokens: int, max_seq_len: int, tokens_per_block: int, overlap: bool) -> int:
-    """_get_token_num_for_estimation: the estimation pool's size, each dummy request's prompt plus its generated
-    token (plus one more with the overlap scheduler) in whole blocks of its own."""
-    extra = 1 + int(overlap)
+def estimation_tokens(max_num_tokens: int, max_seq_len: int, tokens_per_block: int, max_batch_size: int,
+                      graph_batch: int) -> int:
+    """_get_token_num_for_estimation (tensorrt_llm/_torch/pyexecutor/_util.py as stored in 2026): the estimation
+    pool's size. Each dummy request's prompt plus its one generated token in whole blocks of its own (the overlap
+    scheduler adds tokens only with speculative decoding), at least the CUDA-graph warmup's ceil((max_seq_len + 1)
+    / tokens_per_block) + graph_batch - 1 blocks (graph_batch: the largest graph batch within max_batch_size) and
+    at least max_batch_size blocks. (The fraction of the free memory can cut it further; not modelled: the pool is
+    counted back and cancels out of the prediction.)"""
     longest = max(1, min(max_num_tokens, max_seq_len - 1))
     full, rest = divmod(max_num_tokens, longest)
-    blocks = full * cdiv(longest + extra, tokens_per_block) + (cdiv(rest + extra, tokens_per_block) if rest else 0)
-    return blocks * tokens_per_block
+    blocks = full * cdiv(longest + 1, tokens_per_block) + (cdiv(rest + 1, tokens_per_block) if rest else 0)
+    warmup = cdiv(max_seq_len + 1, tokens_per_block) + graph_batch - 1
+    return max(blocks, warmup, max_batch_size) * tokens_per_block
 
 
 def mlp_width_copies(spec: ModelSpec) -> int:
@@ -133,12 +146,16 @@ def forward_activation_bytes(spec: ModelSpec, tp: int, tokens: int, logit_rows: 
     return max(layers, logits)
 
 
+def graph_batches(max_batch_size: int, max_num_tokens: int) -> list[int]:
+    """_filter_cuda_graph_batch_sizes: the default sizes up to min(max_batch_size, max_num_tokens)."""
+    return [size for size in CUDA_GRAPH_BATCH_SIZES if size <= min(max_batch_size, max_num_tokens)]
+
+
 def largest_graph(max_batch_size: int, max_num_tokens: int, estimation_blocks: int) -> int:
-    """The batch of the largest CUDA graph the warmup captures, one token per request. _filter_cuda_graph_batch_sizes
-    keeps the sizes up to min(max_batch_size, max_num_tokens); _capture_generation_cuda_graphs captures them
-    largest first, each needing a free KV block per request, and stops at the first the estimation pool cannot
-    hold (so no graph at all when the largest does not fit)."""
-    kept = [size for size in CUDA_GRAPH_BATCH_SIZES if size <= min(max_batch_size, max_num_tokens)]
+    """The batch of the largest CUDA graph the warmup captures, one token per request. _capture_generation_cuda_graphs
+    captures the kept sizes largest first, each needing a free KV block per request, and stops at the first the
+    estimation pool cannot hold; the pool's floor of max_batch_size blocks (estimation_tokens) always holds it."""
+    kept = graph_batches(max_batch_size, max_num_tokens)
     return kept[-1] if kept and kept[-1] <= estimation_blocks else 0
 
 
@@ -157,12 +174,17 @@ def _element_bytes(target: PlanInput) -> int:
 
 class Backend(Protocol):
     name: str
+    rounding: str  # how the max tokens become blocks, for the plan's note
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         """Activation bytes and CUDA-graph bytes in use on one rank when the free memory is measured."""
         ...
 
     def available(self, total: int, used: int, fraction: float) -> int: ...
+
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
+        """Blocks in the primary pool from the KV memory the fraction leaves, with the kv_cache_config caps."""
+        ...
 
     def measured_after(self, settings: EngineSettings) -> str:
         """What has been allocated when the free memory is measured, for the plan's note."""
@@ -173,6 +195,7 @@ class PyTorchBackend:
     """trtllm-serve's default: the profiling run of the dummy requests, CUDA graphs captured before it."""
 
     name = "pytorch"
+    rounding = "rounded down to whole blocks"
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         spec, tp, size = target.spec, target.deployment.tensor_parallel_size, _element_bytes(target)
@@ -184,14 +207,28 @@ class PyTorchBackend:
         # The graphs share one private pool (CUDAGraphRunner.capture keeps only weak references to their outputs,
         # smaller graphs reuse the larger's memory): the largest graph's forward. empty_cache cannot release the
         # pool, so it is in the measured peak.
-        blocks = estimation_tokens(tokens, settings.max_model_len, settings.block_size,
-                                   OVERLAP_SCHEDULER) // settings.block_size
-        batch = largest_graph(settings.max_num_seqs or MAX_BATCH_SIZE, tokens, blocks)
+        max_batch = settings.max_num_seqs or MAX_BATCH_SIZE
+        kept = graph_batches(max_batch, tokens)
+        blocks = estimation_tokens(tokens, settings.max_model_len, settings.block_size, max_batch,
+                                   kept[-1] if kept else 0) // settings.block_size
+        batch = largest_graph(max_batch, tokens, blocks)
         return activation, forward_activation_bytes(spec, tp, batch, batch if last else 0, size)
 
     def available(self, total: int, used: int, fraction: float) -> int:
         # the estimation pool is in the measured peak and counted back: it cancels out of a prediction
         return pytorch_available_bytes(total, used, 0, fraction)
+
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
+        """KvCacheCreator.configure_kv_cache_capacity (tensorrt_llm/_torch/pyexecutor/_util.py as stored in 2026):
+        max_tokens caps the memory (bytes_for_tokens), which is cut into tokens (CacheCost.tokens_for_budget) and
+        handed to KVCacheManager as kv_cache_config.max_tokens, whose calculate_max_num_blocks rounds it down to
+        blocks. max_gpu_total_bytes is applied after max_tokens is set, so a full-attention pool ignores it (the
+        order NVIDIA/TensorRT-LLM#5933's review flagged; the bytes reach only the VSWA and linear-attention
+        managers)."""
+        memory = max(available, 0)
+        if dep.max_total_tokens is not None:
+            memory = min(memory, dep.max_total_tokens * per_token)
+        return whole_blocks(memory // per_token, tokens_per_block)
 
     def measured_after(self, settings: EngineSettings) -> str:
         return f"the weights, the CUDA graphs and a profiling forward of {settings.max_num_batched_tokens:,} tokens"
@@ -205,6 +242,7 @@ class TensorRtEngine:
     and printed by the engine, are not modelled."""
 
     name = "tensorrt"
+    rounding = "rounded up to whole blocks"
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
@@ -213,6 +251,13 @@ class TensorRtEngine:
 
     def available(self, total: int, used: int, fraction: float) -> int:
         return engine_available_bytes(total - used, fraction)
+
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
+        """The C++ KVCacheManager::calculateMaxNumBlocks: max_gpu_total_bytes and the fraction, the smaller wins;
+        max_tokens caps the tokens; then ceilDiv to blocks."""
+        if dep.kv_cache_memory_bytes is not None:
+            available = min(available, dep.kv_cache_memory_bytes)
+        return pool_blocks(max_tokens(available, per_token, dep.max_total_tokens), tokens_per_block)
 
     def measured_after(self, settings: EngineSettings) -> str:
         return "the TensorRT engine and its execution context (runtime buffers and decoder not modelled)"
@@ -225,6 +270,23 @@ BACKENDS: dict[str, Backend] = {"pytorch": PyTorchBackend(), "tensorrt": _ENGINE
 def backend(target: PlanInput) -> Backend:
     """The deployment's backend (trtllm-serve --backend; the PyTorch one when none is declared)."""
     return BACKENDS[target.deployment.backend or "pytorch"]
+
+
+def checkpoint_kv_dtype(target: PlanInput) -> str | None:
+    """kv_cache_dtype auto keeps the checkpoint's KV quantization: validate_and_set_kv_cache_quant
+    (tensorrt_llm/_torch/pyexecutor/model_loader.py@b51992a3; model_engine.py before it) returns without touching
+    the kv_cache_quant_algo ModelConfig read from hf_quant_config.json, so FP8 there is an FP8 pool (one byte an
+    element, KVCacheManager.get_cache_size_per_token). An explicit dtype that differs from the checkpoint's is
+    refused there ("You cannot override a checkpoint with a pre-quantized KV cache that doesn't match")."""
+    if not common.modelopt_fp8_kv(target.spec):
+        return None
+    dep = target.deployment
+    if dep.kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3"):
+        raise KvplanError(f"TensorRT-LLM refuses kv_cache_dtype {dep.kv_cache_dtype} for a checkpoint whose "
+                          f"{target.spec.quantization.source if target.spec.quantization else 'quantization'} "
+                          "names an FP8 KV cache (kv_cache_quant_algo FP8): use auto or fp8",
+                          dep.where("kv_cache_dtype"))
+    return "fp8_e4m3"
 
 
 class TensorRtLlm:
@@ -240,7 +302,8 @@ class TensorRtLlm:
             dep.gpu_memory_utilization or FREE_FRACTION,
             dep.block_size or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
             dep.max_num_seqs or MAX_BATCH_SIZE, dep.max_num_batched_tokens or MAX_NUM_TOKENS,
-            utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len")
+            utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len",
+            auto_kv_cache_dtype=checkpoint_kv_dtype(target))
 
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -248,18 +311,13 @@ class TensorRtLlm:
         activation, graphs = rules.before_kv(target, settings, last)
         used = weights_bytes + activation + graphs + CUDA_CONTEXT_BYTES
         fraction = as_float32(settings.gpu_memory_utilization or FREE_FRACTION)
-        available = rules.available(gpu.memory_bytes, used, fraction)
-        if dep.kv_cache_memory_bytes is not None:
-            # max_gpu_total_bytes with the fraction also set: the smaller wins (with no GPU given, the bytes alone);
-            # where nothing is free the pool is empty, not negative: the weights alone do not fit
-            available = dep.kv_cache_memory_bytes if gpu.memory_bytes == 0 else min(max(available, 0),
-                                                                                     dep.kv_cache_memory_bytes)
+        available = max(rules.available(gpu.memory_bytes, used, fraction), 0)
+        if dep.kv_cache_memory_bytes is not None and gpu.memory_bytes == 0:
+            available = dep.kv_cache_memory_bytes  # no GPU given: the bytes alone size the pool
         block = _block_bytes(target, settings, decoder_layers, last)
         pool = available
         if block and available > 0:
-            per_token = block // settings.block_size
-            # max_tokens (kv_cache_config.max_tokens) caps the tokens before they are rounded up to blocks
-            pool = pool_blocks(max_tokens(available, per_token, dep.max_total_tokens), settings.block_size) * block
+            pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep) * block
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
@@ -270,9 +328,17 @@ class TensorRtLlm:
         stages = common.prepare(target, flat_pool=True, settings=settings).stages
         block = _block_bytes(target, settings, stages[-1].decoder_layers, True)
         per_gib = int(as_float32(fraction or FREE_FRACTION) * GiB) // max(1, block // settings.block_size)
-        return [f"free_gpu_memory_fraction {fraction} of the memory free after {backend(target).measured_after(settings)}"
-                ", rounded up to whole blocks; kernel workspaces, NCCL buffers and allocator fragmentation are not "
-                f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
+        rules = backend(target)
+        notes = [f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
+                 f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
+                 f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
+        dep = target.deployment
+        if rules.name == "pytorch" and dep.kv_cache_memory_bytes is not None and target.gpu.memory_bytes:
+            notes.append(f"{dep.where('kv_cache_memory_bytes')}: kv_cache_config.max_gpu_total_bytes does not cap "
+                         "this pool: KvCacheCreator sets max_tokens before it applies the bytes, and a full-attention "
+                         "KVCacheManager sizes itself from max_tokens (tensorrt_llm/_torch/pyexecutor/_util.py, "
+                         "resource_manager.py); kv_cache_config.max_tokens does")
+        return notes
 
 
 ENGINE = TensorRtLlm()
