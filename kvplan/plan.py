@@ -49,6 +49,7 @@ class EngineSettings:
     # tokens a sliding-window or chunked layer holds beyond its window while batches are in flight (vLLM 0.26+
     # max_in_flight_tokens); None: max_num_batched_tokens
     in_flight_tokens: int | None = None
+    model_runner: str | None = None  # vLLM's model runner, "V1" or "V2"; None: another engine
 
 
 @dataclass(eq=False)

@@ -56,6 +56,11 @@ class Deployment:
                                           default_rule="on from v0.14 (its envs.py); off: every layer caches every token",
                                           engine_flag=False,
                                           env="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE")
+    v2_model_runner: bool | None = knob("bool", "vLLM's VLLM_USE_V2_MODEL_RUNNER switch: Model Runner V2 (before "
+                                        "0.29 it subtracts no CUDA-graph estimate).",
+                                        default_rule="by release and architecture (vLLM config/vllm.py "
+                                        "use_v2_model_runner, from 0.22)", engine_flag=False,
+                                        env="VLLM_USE_V2_MODEL_RUNNER")
     # engine knobs, by vLLM's names
     dtype: str = knob("str", "Weights and activations dtype.", "auto", choices=MODEL_DTYPES)
     kv_cache_dtype: str = knob("str", "KV cache dtype.", "auto", choices=KV_CACHE_DTYPES)

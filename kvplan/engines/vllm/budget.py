@@ -31,6 +31,7 @@ from kvplan.engines.vllm.releases import (
     parse_version,
     release_of,
 )
+from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles_graphs, runner_notes
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -228,17 +229,20 @@ BATCH_TIERS = (
 ASYNC_SPECULATIVE = ("eagle", "mtp", "extract_hidden_states", "dflash", "dspark", "ngram_gpu")
 
 
-def in_flight_tokens(dep: Deployment, version: tuple[int, int], batched_tokens: int) -> int | None:
+def in_flight_tokens(dep: Deployment, version: tuple[int, int], batched_tokens: int, v2: bool = False) -> int | None:
     """From v0.26 a sliding-window or chunked layer holds window - 1 + max_in_flight_tokens (vLLM 0.26.0
     v1/kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec max_memory_usage_bytes): every
     concurrent batch may hold max_num_batched_tokens (config/vllm.py max_in_flight_tokens), and
     max_concurrent_batches is 2 under async scheduling (on by default unless a speculative method it does not
-    support), else the pipeline size; V1's, as Model Runner V2's pp + 1 is not modelled (issue 18 section 2.6)."""
+    support), else the pipeline size; under Model Runner V2 with async scheduling, pp + 1 (0.26.0 config/vllm.py
+    max_concurrent_batches)."""
     if version < IN_FLIGHT_TOKENS_FROM:
         return None
     method = str((dep.speculative_config or {}).get("method") or "").lower()
     asynchronous = not dep.speculative_config or any(kind in method for kind in ASYNC_SPECULATIVE)
     pp = dep.pipeline_parallel_size
+    if asynchronous and v2:
+        return (pp + 1) * batched_tokens
     return (2 if asynchronous and pp <= 1 else pp) * batched_tokens
 
 
@@ -302,6 +306,7 @@ class Vllm(PoolRules):
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
         placement = expert_placement(spec, dep)
+        runner = model_runner(spec, dep, gpu, wanted)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
             # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
@@ -313,7 +318,7 @@ class Vllm(PoolRules):
             else modelopt_auto_kv(spec, wanted),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
-            in_flight_tokens=in_flight_tokens(dep, wanted, tokens))
+            in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name)
 
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -334,6 +339,8 @@ class Vllm(PoolRules):
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
         non_torch = era.non_torch(tp, pp)
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
+        use_graphs = (use_graphs and graph_estimate_on(gpu, _release(settings))
+                      and profiles_graphs(settings.model_runner == "V2", _release(settings)))
         eager = dep.enforce_eager or dep.optimization_level == 0  # -O0 captures no CUDA graphs either
         graphs = 0
         if use_graphs and not eager:
@@ -362,6 +369,7 @@ class Vllm(PoolRules):
             notes.append("compilation_config is accepted but not modelled (its CUDA-graph capture sizes change the "
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
+        notes.extend(runner_notes(target.spec, target.deployment, target.gpu, _release(settings)))
         spec, dep = target.spec, target.deployment
         lora = lora_slots(spec, dep, common.model_dtype(spec, dep, target.gpu)[0])
         if lora:

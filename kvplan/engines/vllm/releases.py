@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.releases import Change, Releases
+from kvplan.engines.vllm.runner import ROCM_GRAPH_ESTIMATE_FROM, V2_DEFAULT_FROM, V2_PROFILES_NO_GRAPHS
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
 
@@ -181,5 +182,12 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(HYBRID_ALLOCATOR_FROM, "sliding-window and full layers in groups of their own (0.9.2; 0.8.5 "
                                   "unify_hybrid_kv_cache_specs makes them full)"),
     Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
+    Change(V2_DEFAULT_FROM, "Model Runner V2 by default for DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0 "
+                            "config/vllm.py; 0.25: every model without experts, 0.29: every model; runner.py), "
+                            "and V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py)"),
+    Change(V2_PROFILES_NO_GRAPHS[1], "Model Runner V2 measures its CUDA-graph memory (0.29.0 "
+                                     "v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory)"),
+    Change(ROCM_GRAPH_ESTIMATE_FROM, "ROCm gets the CUDA-graph estimate too (0.26.0 v1/worker/gpu_worker.py: "
+                                     "is_cuda_alike, 0.25.0 is_cuda)"),
 ))
 
