@@ -4,7 +4,7 @@ bad file is one line naming file:line, exit 2.
 
 Pool figures: Qwen/Qwen2.5-7B on an H100 (85,018,877,624 B) under kvplan's TensorRT-LLM rule, as derived in
 tests/test_trtllm_rules.py (the model's max_seq_len of 131,072 changes nothing there: one dummy request of 8,192
-tokens, an estimation pool of ceil(8,194 / 32) = 257 blocks that holds the 128-request graph): weights
+tokens, an estimation pool of at least max_batch_size blocks that holds the 128-request graph): weights
 15,231,233,024 + activations 1,107,296,256 + CUDA graphs 116,785,152 + CUDA context 654,982,512 leave
 67,908,580,680 B free; 57,344 B of KV per token (bf16)."""
 
@@ -72,6 +72,27 @@ def test_max_gpu_total_bytes_zero_is_no_cap(tmp_path):
     # KvCacheConfig.max_gpu_total_bytes defaults to 0, meaning no cap: the fraction's 33,306 blocks stay
     config = write(tmp_path, "kv_cache_config:\n  max_gpu_total_bytes: 0\n")
     assert plan_of(pasted("--config", config)).capacity.num_blocks == 33_306
+
+
+def test_host_cache_size_is_a_host_tier_beside_the_unchanged_pool(tmp_path):
+    # kv_cache_config.host_cache_size 100 GiB = 107,374,182,400 B per rank. KVCacheManager.calculate_max_num_blocks
+    # (resource_manager.py as stored in 2026): 107,374,182,400 // 57,344 = 1,872,457 tokens // 32 = 58,514
+    # secondary blocks = 1,872,448 tokens, in capacity.offload_tokens; the GPU pool keeps its 33,306 blocks.
+    config = write(tmp_path, "kv_cache_config:\n  host_cache_size: 107374182400\n")
+    plan = plan_of(pasted("--config", config))
+    assert plan.capacity.num_blocks == 33_306 and plan.capacity.offload_tokens == 1_872_448
+    assert any(note.startswith("host KV cache (kv_cache_config.host_cache_size 107,374,182,400 B per rank)")
+               for note in plan.notes)
+    # 0 (no host pool) and the default leave none
+    none = write(tmp_path, "kv_cache_config:\n  host_cache_size: 0\n", "none.yaml")
+    assert plan_of(pasted("--config", none)).capacity.offload_tokens == 0
+
+
+def test_host_cache_size_must_be_whole_bytes(tmp_path):
+    config = write(tmp_path, "kv_cache_config:\n  host_cache_size: 1.5\n")
+    with pytest.raises(KvplanError, match="whole number of bytes") as caught:
+        plan_of(pasted("--config", config))
+    assert caught.value.where == f"{config}:2: kv_cache_config.host_cache_size"
 
 
 def test_flag_on_the_command_line_wins_over_the_file(tmp_path):

@@ -29,10 +29,11 @@ from __future__ import annotations
 import struct
 from typing import Protocol
 
-from kvplan.capacity import pool_layout
+from kvplan.capacity import PoolLayout, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
-from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput
+from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
+from kvplan.engines.trtllm.host_cache import host_tier
 from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.families import family_of
@@ -289,7 +290,7 @@ def checkpoint_kv_dtype(target: PlanInput) -> str | None:
     return "fp8_e4m3"
 
 
-class TensorRtLlm:
+class TensorRtLlm(PoolRules):
     name = "trtllm"
     label = "TensorRT-LLM"
     kv_log = "Allocated ... GiB for max tokens in paged KV cache (N)"
@@ -322,6 +323,10 @@ class TensorRtLlm:
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
                       reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
+
+    def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
+                     split: bool) -> tuple[int, list[str]]:
+        return host_tier(target.deployment, layout, split)
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         fraction = settings.gpu_memory_utilization

@@ -72,5 +72,5 @@ DIALECT = Dialect(
     # size is the options file's kv_cache_config.tokens_per_block)
     extra_spellings={"block_size": ("tokens-per-block",), "model": ("model-path",),
                      "gpu_memory_utilization": ("kv-cache-free-gpu-mem-fraction",)},
-    own_knobs=frozenset({"backend"}),
+    own_knobs=frozenset({"backend", "kv_offloading_size"}),  # the latter: kv_cache_config.host_cache_size
 )

@@ -111,6 +111,9 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "kv_cache_config.dtype": "kv_cache_dtype",
     "kv_cache_config.max_gpu_total_bytes": "kv_cache_memory_bytes",
     "kv_cache_config.max_tokens": "max_total_tokens",
+    # bytes of host memory per rank for the secondary (offload) pool: kvplan's kv_offloading_size, in GiB
+    # (options.py converts; engines/trtllm/host_cache.py sizes it)
+    "kv_cache_config.host_cache_size": "kv_offloading_size",
     "model": "model",
     "revision": "revision",
     "hf_revision": "revision",  # renamed to revision by update_llm_args_with_extra_dict
@@ -174,7 +177,7 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
 # Keys that do not change GPU memory for the KV cache, weights or activations (a mapping-valued key: all of it).
 EXTRA_OPTIONS_INERT: tuple[str, ...] = (
     "kv_cache_config.enable_block_reuse", "kv_cache_config.enable_partial_reuse",
-    "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.host_cache_size", "kv_cache_config.onboard_blocks",
+    "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.onboard_blocks",
     "kv_cache_config.secondary_offload_min_priority", "kv_cache_config.event_buffer_max_size",
     "kv_cache_config.attention_dp_events_gather_period_ms",
     "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",

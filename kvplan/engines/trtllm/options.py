@@ -14,6 +14,7 @@ from kvplan.deployment.flags import INERT_NOTE
 from kvplan.deployment.values import Draft, did_you_mean
 from kvplan.engines.trtllm import flags as catalogue
 from kvplan.errors import KvplanError, LocatedError
+from kvplan.units import GiB
 
 
 def read_options(path: str) -> Draft:
@@ -72,8 +73,12 @@ def _set_knob(draft: Draft, name: str, value: Any, origin: str) -> None:
         return
     if value is None:
         return  # null: TensorRT-LLM's default
-    if name == "kv_cache_memory_bytes" and value == 0:
-        return  # max_gpu_total_bytes 0 (its default) sets no cap
+    if name in ("kv_cache_memory_bytes", "kv_offloading_size") and value == 0:
+        return  # max_gpu_total_bytes 0 (its default) sets no cap; host_cache_size 0 no host pool
+    if name == "kv_offloading_size":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise KvplanError(f"expected a whole number of bytes, got {value!r}", origin)
+        value = value / GiB  # host_cache_size is bytes; the knob is GiB (exact: a power-of-two divisor)
     draft.set(name, value, origin)
 
 
