@@ -33,6 +33,14 @@ def gib_bytes(text: str) -> int:
     return round(value * GiB)
 
 
+def gb_bytes(text: str) -> int:
+    """A size printed in GB of 10^9 B (vLLM's offload region, SGLang's host pool), as bytes."""
+    value = float(text)
+    if not value * 1e9 < MAX_FIGURE:
+        raise ValueError(f"{_shown(text)} GB is beyond any host")
+    return round(value * 1e9)
+
+
 def ratio(text: str) -> float:
     """A concurrency (1.83x) or a percentage as printed: a finite figure, not negative, within any GPU's."""
     value = float(text)

@@ -92,9 +92,25 @@ def _padding(plan: Plan) -> float:
     return plan.layout.padding_layers
 
 
+def _offload_tokens(plan: Plan) -> float:
+    return plan.capacity.offload_tokens
+
+
+def _offload_host(plan: Plan) -> float:
+    return plan.capacity.offload_host_bytes
+
+
+GB_HALF_STEP = 0.005e9  # "(68.72 GB)": 10^9 B with two decimals
+
+def _encoder_budget(plan: Plan) -> float:
+    """vLLM's multimodal encoder cache budget (engines/vllm/multimodal.py); 0 where kvplan plans no encoder."""
+    return plan.engine.encoder_cache_tokens or 0
+
+
 FIGURES = (("num_blocks", _num_blocks, 0.0), ("tokens", _tokens, 0.0),
            ("max_concurrency", _concurrency, CONCURRENCY_HALF_STEP), ("block_size", _block_size, 0.0),
-           ("padding_layers", _padding, 0.0))
+           ("padding_layers", _padding, 0.0), ("offload_tokens", _offload_tokens, 0.0),
+           ("offload_host_bytes", _offload_host, GB_HALF_STEP), ("encoder_cache_tokens", _encoder_budget, 0.0))
 
 
 @dataclass(eq=False)
@@ -224,7 +240,9 @@ def deployment(run: LoggedRun, source: str, notes: list[str]) -> Deployment:
     origins: dict[str, str] = {}
     for name, reading in run.flags.items():
         knob = field_for(name)
-        if knob is None or not knob.engine_flag or knob.name in ("model", "revision") or knob.name in kwargs:
+        # an engine flag, or a variable of the engine's environment that its log shows (LMCache's settings)
+        own = not knob.engine_flag and knob.env is None if knob else True
+        if knob is None or own or knob.name in ("model", "revision") or knob.name in kwargs:
             continue
         where = f"{source}:{reading.line}: {name}"
         if isinstance(reading.value, int) and abs(reading.value) >= INT64_LIMIT:

@@ -12,7 +12,8 @@ TERM_LABELS = {"total": "total", "budget": "budget (x utilization)", "weights": 
                "activation": "activation peak", "non_torch": "non-torch", "cuda_graphs": "CUDA graphs",
                "kv_cache": "KV cache"}
 FIGURE_LABELS = {"num_blocks": "blocks", "tokens": "tokens", "max_concurrency": "concurrency",
-                 "block_size": "block size", "padding_layers": "padding layers"}
+                 "block_size": "block size", "padding_layers": "padding layers", "offload_tokens": "CPU tier tokens",
+                 "offload_host_bytes": "CPU tier host"}
 
 
 def _gib(value: int | None) -> str:
@@ -28,6 +29,8 @@ def _figure(name: str, value: float | None) -> str:
         return MISSING
     if name == "max_concurrency":
         return f"{value:.2f}x"
+    if name == "offload_host_bytes":
+        return f"{value / 1e9:.2f} GB"
     return f"{int(value):,}"
 
 

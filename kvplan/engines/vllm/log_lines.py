@@ -16,6 +16,7 @@ from kvplan.engines.log_lines import (
     Utilization,
     count,
     figure,
+    gb_bytes,
     ratio,
 )
 from kvplan.engines.vllm.literals import config_pairs, python_dict
@@ -100,6 +101,28 @@ class Era(LineKind):
         run.engine = ENGINE
 
 
+class LmcacheConfig(LineKind):
+    """LMCache's settings as its engine prints them in each vLLM worker (lmcache v1/cache_engine.py "Creating
+    LMCacheEngine with config:", a repr of its config or a dict of it by release; v1/config.py _log_config "LMCache
+    Configuration:", sizes as '5.0 GB'): LMCacheConnectorV1 ran, with this max_local_cpu_size and chunk_size."""
+
+    trigger = re.compile(r"LMCache INFO: (?:Creating LMCacheEngine with config|LMCache Configuration):")
+    size = re.compile(r"max_local_cpu_size'?(?:=|': '?)" + NUMBER)
+    chunk = re.compile(r"[\s{(,]'?chunk_size'?(?:=|': )(\d+)")
+
+    def read(self, match: re.Match[str], line: str, run: LoggedRun, at: Place) -> None:
+        run.engine = run.engine or ENGINE
+        connector = run.flags.get("kv_transfer_config")
+        if connector is None or not isinstance(connector.value, dict):  # vLLM prints it as KVTransferConfig(...)
+            run.flags.pop("kv_transfer_config", None)
+            run.set_flag("kv_transfer_config", {"kv_connector": "LMCacheConnectorV1"}, at.rank, at.number)
+        size, chunk = self.size.search(line[match.end():]), self.chunk.search(line[match.end():])
+        if size:
+            run.set_flag("lmcache_max_local_cpu_size", float(size.group(1)), at.rank, at.number)
+        if chunk:
+            run.set_flag("lmcache_chunk_size", int(chunk.group(1)), at.rank, at.number)
+
+
 KINDS: tuple[LineKind, ...] = (
     Banner(),
     NonDefaultArgs(),
@@ -166,6 +189,16 @@ KINDS: tuple[LineKind, ...] = (
     Figures(r"Padding mamba page size by",
             figure(r"page size by " + NUMBER + "%", "capacity", "mamba_padding_percent", ratio)),
     Figures(r"padding layers", figure(r"Add " + COUNT + r" padding layers", "capacity", "padding_layers", count)),
+    # v1/worker/gpu_model_runner.py profile_run: "Encoder cache will be initialized with a budget of 8192 tokens,
+    # and profiled with 3 video items of the maximum feature size." (engines/vllm/multimodal.py)
+    Figures(r"Encoder cache will be initialized",
+            figure(r"budget of " + COUNT + r" tokens", "capacity", "encoder_cache_tokens", count),
+            figure(r"profiled with " + COUNT + r" \w+ items", "capacity", "encoder_items", count)),
+    # the native CPU KV tier's shared region, 0.33.0 v1/kv_offload/cpu/shared_offload_region.py: "Created mmap file
+    # /dev/shm/vllm_offload_<engine>.mmap (68.72 GB)", num_chunks x the aligned chunk in 10^9 B
+    Figures(r"Created mmap file \S*vllm_offload",
+            figure(r"\(" + NUMBER + r" GB\)", "capacity", "offload_host_bytes", gb_bytes)),
+    LmcacheConfig(),
 )
 
 # A record starts with a Ray worker's process prefix, a level and a date (INFO 10-07), or an ISO date.
