@@ -28,8 +28,6 @@ NOT_LANGUAGE = ("vision_config", "audio_config", "quantization_config", "vision_
 
 # Published configs whose keys kvplan does not model yet, with the keys named (first one in the refusal).
 REFUSED: dict[str, list[str]] = {
-    "XiaomiMiMo__MiMo-V2-Flash": ["hybrid_layer_pattern", "swa_num_key_value_heads", "swa_head_dim",
-                                  "swa_v_head_dim", "v_head_dim"],
     "MiniMaxAI__MiniMax-M3": ["sparse_attention_config"],
     "moonshotai__Kimi-K3": ["text_config.linear_attn_config", "text_config.routed_expert_hidden_size",
                             "text_config.mla_use_output_gate"],
@@ -90,15 +88,15 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_refuses_with_one_line_and_plans_with_the_flag():
-    model = str(ROOT / "tests/fixtures/configs/frontier/XiaomiMiMo__MiMo-V2-Flash")
+    model = str(ROOT / "tests/fixtures/configs/frontier/nvidia__Llama-3_3-Nemotron-Super-49B-v1")
     refused = run("estimate", "--gpu", "h200", "-tp", "8", "--model", model)
     assert refused.returncode == 2
-    assert refused.stderr.count("\n") == 1 and "key 'hybrid_layer_pattern'" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and "key 'block_configs'" in refused.stderr
     assert "--allow-unmodelled" in refused.stderr
     planned = run("estimate", "--gpu", "h200", "-tp", "8", "--model", model, "--allow-unmodelled", "--json")
     assert planned.returncode in (0, 1), planned.stderr
     notes = json.loads(planned.stdout)["notes"]
-    assert any("not modelled, planned without: 'hybrid_layer_pattern'" in note for note in notes)
+    assert any("not modelled, planned without: 'block_configs'" in note for note in notes)
 
 
 def test_bundled_specs_plan_without_the_flag():

@@ -205,6 +205,9 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     kinds = lm.data.get("attn_type_list")
     if isinstance(kinds, list) and kinds and all(kind == 1 for kind in kinds):
         lm.array("attn_type_list")  # MiniMax-M2.x: 1 marks softmax attention in every layer, as full attention
+    hybrid = lm.array("hybrid_layer_pattern")
+    if hybrid is not None:
+        return _from_hybrid_pattern(lm, hybrid, num_layers, full)
     layer_types = lm.array("layer_types")
     if layer_types is not None:
         return _shared_kv(lm, _from_layer_types(lm, layer_types, num_layers, full, sliding, state))
@@ -239,7 +242,21 @@ def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
     num_key_value_heads from config.per_layer_config). With attention_k_eq_v those layers load K into both the K
     and the V slot (gemma4.py _gemma4_layer_weights_mapper), so the cache still holds K and V."""
     lm.flag("attention_k_eq_v", False)
-    return FullAttention(lm.integer("num_global_key_value_heads", kv), lm.integer("global_head_dim", head_dim))
+    # v_head_dim: V's own head dim (MiMo-V2-Flash; vLLM 0.33.0 mimo_v2.py MiMoV2Attention, head_size_v)
+    return FullAttention(lm.integer("num_global_key_value_heads", kv), lm.integer("global_head_dim", head_dim),
+                         lm.optional_int("v_head_dim"))
+
+
+def _from_hybrid_pattern(lm: ConfigFields, pattern: list[Any], num_layers: int, full: FullAttention) -> list[Layer]:
+    """MiMo-V2-Flash: hybrid_layer_pattern[i] == 1 makes layer i sliding-window attention of its own geometry (vLLM
+    0.33.0 mimo_v2.py MiMoV2FlashDecoderLayer.is_compressed_softmax_layer: swa_num_key_value_heads, swa_head_dim,
+    swa_v_head_dim or else K's, a window of sliding_window_size), any other entry full attention (num_key_value_heads,
+    head_dim, v_head_dim). The attention_chunk_size the same config writes is read by no MiMo layer."""
+    if len(pattern) != num_layers:
+        raise lm.fail("hybrid_layer_pattern", f"has {len(pattern)} entries for {num_layers} layers")
+    sliding = SlidingWindow(lm.integer("swa_num_key_value_heads"), lm.integer("swa_head_dim"),
+                            lm.integer("sliding_window_size"), lm.optional_int("swa_v_head_dim"))
+    return [sliding if entry == 1 else full for entry in pattern]
 
 
 # The indexer of DeepSeek-V3.2's own config.json (index_n_heads 64, index_head_dim 128, index_topk 2048), for a
