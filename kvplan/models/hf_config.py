@@ -15,6 +15,7 @@ from kvplan.models.layers import (
     ChunkedLocal,
     FullAttention,
     GatedDeltaNetState,
+    IndexerSharingLatentAttention,
     LatentAttention,
     Layer,
     Mamba1State,
@@ -191,7 +192,9 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     if kv_lora:
         latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
         indexer = _sparse_indexer(lm, latent_dim)
-        return [indexer or LatentAttention(latent_dim)] * num_layers
+        if indexer is None:
+            return [LatentAttention(latent_dim)] * num_layers
+        return _indexer_sharing(lm, indexer, num_layers)
 
     head_dim = _head_dim(lm, hidden, heads)
     kv = _kv_heads(lm, heads)
@@ -271,10 +274,25 @@ def _sparse_indexer(lm: ConfigFields, latent_dim: int) -> SparseLatentAttention 
     if not any(lm.has(key) for key in INDEXER_DEFAULTS):
         return None
     head_dim, heads, topk = (lm.integer(key, default) for key, default in INDEXER_DEFAULTS.items())
-    kinds = lm.data.get("indexer_types")
-    if isinstance(kinds, list) and all(kind == "full" for kind in kinds):
-        lm.array("indexer_types")  # GLM-5.1: every layer its own indexer, as index_topk alone says
     return SparseLatentAttention(latent_dim, head_dim, heads, topk)
+
+
+def _indexer_sharing(lm: ConfigFields, indexer: SparseLatentAttention, num_layers: int) -> list[Layer]:
+    """GLM-5.2: a layer that skips its top-k reuses the previous layer's and has no indexer (vLLM 0.33.0
+    models/deepseek_v32/attention.py, SGLang 0.5.23 configs/model_config.py dsa_layer_skips_topk): where
+    index_topk_pattern is given, its 'S' entries; else max(i - index_skip_topk_offset + 1, 0) % index_topk_freq != 0,
+    the offset 2 where the config names none (vLLM's default; SGLang's max(i - 1, 0) is the same). indexer_types,
+    which transformers writes from the same fields ('full' / 'shared'), is read by neither engine."""
+    lm.array("indexer_types")
+    pattern = lm.array("index_topk_pattern")
+    freq = lm.integer("index_topk_freq", 1)
+    offset = lm.integer("index_skip_topk_offset", 2)
+    if pattern is not None:
+        skips = [i < len(pattern) and pattern[i] == "S" for i in range(num_layers)]
+    else:
+        skips = [max(i - offset + 1, 0) % freq != 0 for i in range(num_layers)]
+    sharing = IndexerSharingLatentAttention(indexer.latent_dim, indexer.index_topk)
+    return [sharing if skip else indexer for skip in skips]
 
 
 def _from_layer_types(lm: ConfigFields, layer_types: list[Any], num_layers: int, full: FullAttention,

@@ -45,7 +45,7 @@ class MixerCounter(Protocol):
     def kv_attention(self, kv_heads: int, head_dim: int, value_dim: int | None = None,
                      sliding: bool = False) -> int: ...
 
-    def latent_attention(self) -> int: ...
+    def latent_attention(self, indexer: bool = True) -> int: ...
 
     def state_mixer(self) -> int: ...
 
@@ -402,6 +402,45 @@ class SparseLatentAttention(_Latent):
         total = layers * self.page_bytes(block_size, kv_bytes, tp)
         return (f"{layers} layers x {block_size} tokens x ({self.latent_bytes_per_token(kv_bytes)} B latent + "
                 f"{self.indexer_bytes_per_token()} B indexer K) = {total:,} B (sparse MLA: whole on every rank)")
+
+
+@dataclass(frozen=True)
+class IndexerSharingLatentAttention(_Latent):
+    """A DeepSeek-sparse-attention layer that reuses an earlier layer's top-k indices and so has no indexer of its
+    own (GLM-5.2's index_topk_freq): vLLM 0.33.0 models/deepseek_v32/attention.py builds no Indexer, hence no
+    DeepseekV32IndexerCache, where skip_topk, and SGLang 0.5.23 model_executor/pool_configurator.py gives such a
+    layer a 0-row index-K buffer (_should_elide_dsa_index_k). What it caches is the sparse MLA latent alone, in
+    SparseLatentAttention's layout and 64-token blocks; it shares that kind, as vLLM keeps both specs in one
+    UniformTypeKVCacheSpecs whose block costs the sum of their pages."""
+
+    latent_dim: int
+    index_topk: int
+    kind: ClassVar[str] = "sparse_mla"
+    kernel_block_size: ClassVar[int | None] = 64
+
+    def latent_format(self, kv_bytes: int) -> KvFormat:
+        served = kv_format(kv_bytes)
+        return DsMlaKv(1) if int(served) == 1 else served  # fp8_ds_mla, as SparseLatentAttention
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return self.latent_format(kv_bytes).latent_bytes(self.latent_dim)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (latent_tensor(block_size, self.latent_dim, self.latent_format(kv_bytes)),)
+
+    def as_full(self) -> IndexerSharingLatentAttention:
+        return self
+
+    def describe(self) -> str:
+        return f"sparse MLA latent {self.latent_dim} on an earlier layer's indexer (top {self.index_topk})"
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        total = layers * self.page_bytes(block_size, kv_bytes, tp)
+        return (f"{layers} layers x {block_size} tokens x {self.bytes_per_token(kv_bytes)} B latent = {total:,} B "
+                "(sparse MLA sharing an indexer: whole on every rank)")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.latent_attention(indexer=False)
 
 
 class _NoPages(_OneMixer):

@@ -149,7 +149,9 @@ class _Mixers:
         self.loose += loose
         return total + loose
 
-    def latent_attention(self) -> int:
+    def latent_attention(self, indexer: bool = True) -> int:
+        """MLA, with its layer's lightning indexer unless the layer shares another's (indexer False: vLLM 0.33.0
+        deepseek_v2.py load_weights drops a skipped layer's indexer weights, which the checkpoint still ships)."""
         lm, hidden, heads = self.lm, self.hidden, self.heads
         kv_lora = lm.integer("kv_lora_rank")
         rope = lm.integer("qk_rope_head_dim", 0, minimum=0)
@@ -160,7 +162,7 @@ class _Mixers:
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
         self.loose += kv_lora + (q_lora or 0)  # the q_a and kv_a layernorms
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
-                + heads * v_dim * hidden + self._sparse_indexer(q_lora or hidden))
+                + heads * v_dim * hidden + (self._sparse_indexer(q_lora or hidden) if indexer else 0))
 
     def _sparse_indexer(self, q_input: int) -> int:
         """DeepSeek-V3.2's lightning indexer beside MLA: query and key projections, a LayerNorm on the key
