@@ -68,6 +68,9 @@ def size(
                                                     show_default=False)] = None,
     prices: Annotated[str | None, typer.Option("--prices", help="A YAML file of 'gpu: price per hour' lines.",
                                                show_default=False)] = None,
+    host_memory: Annotated[str | None, typer.Option("--host-memory", help="Host memory a node has for the CPU KV "
+                                                    "tier the deployment keeps (e.g. 512GiB): an option whose "
+                                                    "tier needs more meets nothing.", show_default=False)] = None,
     top: Annotated[int, typer.Option("--top", help="How many options to list.", min=1, max=1000)] = 5,
     config: ConfigOpt = None,
     json_output: JsonFlag = False,
@@ -78,6 +81,7 @@ def size(
     from kvplan.sizing import size_deployment
     from kvplan.sizing.prices import parse_price_flags, read_price_file
     from kvplan.sizing.targets import parse_targets
+    from kvplan.units import parse_size
 
     targets = parse_targets(target or [], "--target")
     if price and prices:
@@ -85,8 +89,9 @@ def size(
     priced = parse_price_flags(price) if price else read_price_file(prices) if prices else None
     deployment = deployment_of(ctx, config, model=(model, "--model"), engine=(engine, "--engine"),
                                engine_version=(vllm_version, "--vllm-version"), revision=(revision, "--revision"))
+    host = parse_size(host_memory, "--host-memory") if host_memory is not None else None
     sizing = size_deployment(deployment, targets, gpus, max_gpus, gpus_per_node, kv_cache_dtype, quantization,
-                             priced, token)
+                             priced, token, host)
     if json_output:
         from kvplan.cli.output import print_json
 
@@ -100,12 +105,14 @@ def _headroom(share: float) -> str:
     return f"x{share:.2f}" if share >= 0.01 else "x<0.01"
 
 
-def _row(number: int, option: Option, sizing: Sizing, limits: bool) -> list[str]:
+def _row(number: int, option: Option, sizing: Sizing, limits: bool, host: bool = False) -> list[str]:
     split = option.split
     row = [str(number), f"{option.count}x {option.gpu.id}", f"{split.tensor}/{split.pipeline}/{split.data}",
            option.deployment.kv_cache_dtype, option.deployment.quantization or "as stored",
            *(f"{got:,}" for got in option.requests), f"{option.kv_tokens:,}",
            _headroom(option.headroom(sizing.targets))]
+    if host:
+        row.append(f"{option.offload_tokens:,} / {option.host_bytes / 2**30:,.1f}")
     if sizing.priced:
         row.append(f"{option.cost_per_hour:,.2f}")
     if limits:
@@ -118,13 +125,15 @@ def _table(title: str, options: list[Option], sizing: Sizing, first: int, limits
 
     from kvplan.cli.output import console
 
+    host = any(option.host_bytes for option in options)  # a CPU KV tier: its tokens a replica, host memory in all
     table = Table(title=title, title_justify="left")
     columns = ["#", "GPUs", "TP/PP/DP", "KV", "weights", *(f"req @{t.context:,}" for t in sizing.targets),
-               "KV tokens/replica", "headroom", *(["cost/h"] if sizing.priced else []), *(["limited by"] if limits else [])]
+               "KV tokens/replica", "headroom", *(["CPU tier tokens / host GiB"] if host else []),
+               *(["cost/h"] if sizing.priced else []), *(["limited by"] if limits else [])]
     for column in columns:
         table.add_column(column, justify="left" if column in ("GPUs", "KV", "weights", "limited by") else "right")
     for number, option in enumerate(options, start=first):
-        table.add_row(*_row(number, option, sizing, limits))
+        table.add_row(*_row(number, option, sizing, limits, host))
     console().print(table)
     # Commands as plain lines, never wrapped by the table, so that each can be pasted whole.
     sys.stdout.write("".join(f"  {number}  {option.command()}\n" for number, option in enumerate(options, first)))

@@ -21,6 +21,7 @@ from kvplan.sizing.formats import WEIGHT_FORMATS, KvFormat, WeightFormat, kv_for
 from kvplan.sizing.prices import parse_price_flags
 from kvplan.sizing.search import Option, Sizing, Space, search
 from kvplan.sizing.targets import Target, parse_targets
+from kvplan.units import parse_size
 
 __all__ = ["Option", "Sizing", "Target", "size", "size_deployment"]
 
@@ -100,9 +101,10 @@ def _check_base(spec: Any, base: Deployment, draft: Any) -> None:
 def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | Sequence[str] | None = None,
                     max_gpus: int = 8, gpus_per_node: int = 8, kv_cache_dtype: str | None = None,
                     quantization: str | None = None, prices: dict[str, float] | None = None,
-                    token: str | None = None) -> Sizing:
+                    token: str | None = None, host_memory: int | None = None) -> Sizing:
     """The search for a deployment gathered by any front door: what it names is fixed, the rest is searched.
-    kv_cache_dtype and quantization: comma-separated lists (default auto,fp8 and none)."""
+    kv_cache_dtype and quantization: comma-separated lists (default auto,fp8 and none); host_memory: bytes a node
+    has for the deployment's CPU KV tier (an option whose tier needs more meets nothing)."""
     from kvplan.api import draft_model, load_model
 
     if base.engine not in launchable():
@@ -119,7 +121,7 @@ def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | S
         weights = tuple(w for w in weights if w.quantization is None) or (WEIGHT_FORMATS["none"],)
         notes.append(f"the {base.engine} command line has no --quantization: only the checkpoint as stored is "
                      "searched")
-    space = Space(_gpus(gpus, prices), kvs, weights, max_gpus, gpus_per_node)
+    space = Space(_gpus(gpus, prices), kvs, weights, max_gpus, gpus_per_node, host_memory)
     if base.given("tensor_parallel_size") and base.tensor_parallel_size > gpus_per_node:
         raise KvplanError(f"tensor parallelism stays within one node of {gpus_per_node} GPUs (--gpus-per-node)",
                           base.where("tensor_parallel_size"))
@@ -141,6 +143,9 @@ def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | S
     if any(option.count > gpus_per_node for option in sizing.options[:1] + sizing.best_per_gpu + sizing.closest):
         sizing.notes.append(f"an option of more than {gpus_per_node} GPUs spans nodes: start the engine's multi-node "
                             "setup first (a Ray cluster for vLLM)")
+    if host_memory is not None and not any(option.host_bytes for option in sizing.options + sizing.closest):
+        sizing.notes.append("--host-memory: the deployment keeps no CPU KV tier (--kv-offloading-size, an LMCache "
+                            "--kv-transfer-config or SGLang's --enable-hierarchical-cache), so it limits nothing")
     silent = unspoken(base)
     if silent:
         sizing.notes.append(f"{', '.join(silent)}: the {base.engine} command line has no flag for "
@@ -151,9 +156,11 @@ def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | S
 
 def size(model: str, target: str | Sequence[str], *, gpus: str | Sequence[str] | None = None, max_gpus: int = 8,
          gpus_per_node: int = 8, kv_cache_dtype: str | None = None, quantization: str | None = None,
-         prices: Mapping[str, float] | str | None = None, token: str | None = None, **knobs: Any) -> Sizing:
+         prices: Mapping[str, float] | str | None = None, token: str | None = None,
+         host_memory: int | str | None = None, **knobs: Any) -> Sizing:
     """The cheapest deployments of MODEL that meet every target ("32@8K": 32 requests of 8,192 tokens at once).
-    prices: per GPU-hour, {"h100": 2.9} or "h100=2.9,l40s=1.1"; knobs by vLLM's names fix what they name."""
+    prices: per GPU-hour, {"h100": 2.9} or "h100=2.9,l40s=1.1"; host_memory: what a node has for a CPU KV tier
+    (bytes, or "512GiB"); knobs by vLLM's names fix what they name."""
     targets = parse_targets([target] if isinstance(target, str) else list(target), "target")
     if isinstance(prices, str):
         priced: dict[str, float] | None = parse_price_flags([prices], "prices")
@@ -162,4 +169,6 @@ def size(model: str, target: str | Sequence[str], *, gpus: str | Sequence[str] |
     else:
         priced = None
     base = Deployment.from_mapping({"model": model, **knobs}, "kvplan.size()")
-    return size_deployment(base, targets, gpus, max_gpus, gpus_per_node, kv_cache_dtype, quantization, priced, token)
+    host = parse_size(host_memory, "host_memory") if isinstance(host_memory, str) else host_memory
+    return size_deployment(base, targets, gpus, max_gpus, gpus_per_node, kv_cache_dtype, quantization, priced, token,
+                           host)

@@ -50,6 +50,13 @@ class Space:
     weight_formats: tuple[WeightFormat, ...]
     max_gpus: int = 8
     gpus_per_node: int = 8  # tensor parallelism stays within one node
+    host_memory_bytes: int | None = None  # host memory one node has for a CPU KV tier (--host-memory)
+
+    def host_bytes_per_node(self, option: Option) -> int:
+        """The CPU KV tier's host memory on each node the option spans: every replica's tier, spread as its
+        GPUs are (whole nodes of gpus_per_node, the last one the rest)."""
+        nodes = -(-option.count // self.gpus_per_node)
+        return -(-option.host_bytes // nodes)
 
     def splits(self, count: int, base: Deployment) -> list[Split]:
         fixed = {name: getattr(base, name) for name in PARALLEL if base.given(name)}
@@ -99,6 +106,16 @@ class Option:
         """One replica's pool, as the engine logs it."""
         return self.plan.capacity.tokens if self.plan is not None else 0
 
+    @property
+    def offload_tokens(self) -> int:
+        """One replica's CPU KV tier (vLLM --kv-offloading-size, LMCache, SGLang's hierarchical cache)."""
+        return self.plan.capacity.offload_tokens if self.plan is not None else 0
+
+    @property
+    def host_bytes(self) -> int:
+        """Host memory the CPU KV tiers of all replicas pin."""
+        return self.plan.capacity.offload_host_bytes * self.split.data if self.plan is not None else 0
+
     def headroom(self, targets: tuple[Target, ...]) -> float:
         """The smallest share of a target met: 1.0 meets it exactly."""
         return min((got / target.requests for got, target in zip(self.requests, targets, strict=True)), default=0.0)
@@ -121,7 +138,8 @@ class Option:
             "requests": list(self.requests), "kv_tokens": self.kv_tokens, "cost_per_hour": self.cost_per_hour,
             "command": self.command(), "headroom": round(self.headroom(targets), 3),
             "total_memory_bytes": self.total_memory_bytes, "checkpoint": self.weights.checkpoint,
-            "meets": self.meets, "limits": list(self.limits),
+            "meets": self.meets, "limits": list(self.limits), "offload_tokens": self.offload_tokens,
+            "host_memory_bytes": self.host_bytes,
         }
 
 
@@ -256,7 +274,8 @@ def search(spec: ModelSpec, base: Deployment, targets: tuple[Target, ...], space
                     option = evaluate(gpu, split, kv, weights, dep, plan, targets, prices)
                     if option is None:
                         continue  # refused: says nothing of the larger formats
-                    if not option.meets:
+                    host_short = host_limited(option, space)
+                    if not option.meets and not host_short:  # a larger format may pin less host memory
                         missed.append((kv, weights))
                     (meeting if option.meets else tried).append(option)
                     found_here = found_here or option.meets
@@ -293,6 +312,20 @@ def evaluate(gpu: Gpu, split: Split, kv: KvFormat, weights: WeightFormat, dep: D
     if not meets:
         option.limits = limits(option, targets)
     return option
+
+
+def host_limited(option: Option, space: Space) -> bool:
+    """Whether the option's CPU KV tier needs more host memory on a node than --host-memory; if so it meets
+    nothing, and says why."""
+    if space.host_memory_bytes is None or not option.host_bytes:
+        return False
+    need = space.host_bytes_per_node(option)
+    if need <= space.host_memory_bytes:
+        return False
+    option.meets = False
+    option.limits = (*option.limits, f"host memory: the CPU KV tier pins {need / GiB:.1f} GiB a node, over "
+                                     f"--host-memory {space.host_memory_bytes / GiB:.1f} GiB")
+    return True
 
 
 def _first_per_gpu(ranked: list[Option]) -> list[Option]:
