@@ -192,6 +192,7 @@ class _KeyValueHeads(_OneMixer):
     value_dim: int | None = None
     holds_kv: ClassVar[bool] = True
     has_mlp: ClassVar[bool] = True
+    drops_old_tokens: ClassVar[bool]  # each kind's own
 
     @property
     def v_head_dim(self) -> int:
