@@ -49,6 +49,7 @@ class EngineSettings:
     # tokens a sliding-window or chunked layer holds beyond its window while batches are in flight (vLLM 0.26+
     # max_in_flight_tokens); None: max_num_batched_tokens
     in_flight_tokens: int | None = None
+    encoder_cache_tokens: int | None = None  # vLLM's multimodal encoder cache budget; None: no encoder
     model_runner: str | None = None  # vLLM's model runner, "V1" or "V2"; None: another engine
 
 
@@ -64,6 +65,7 @@ class Memory:
     cuda_graph_bytes: int = 0
     reserve_bytes: int = 0
     kv_cache_bytes: int = 0
+    encoder_bytes: int = 0  # part of activation_bytes: multimodal encoder outputs the profile holds (vLLM)
 
 
 @dataclass(eq=False)

@@ -135,6 +135,16 @@ class Deployment:
                                            engine_only=True)
     specialize_active_lora: bool = knob("bool", "vLLM: CUDA graphs captured for each power of two of active LoRAs.",
                                         False, engine_only=True)
+    limit_mm_per_prompt: dict[str, Any] | None = knob("json", "vLLM: items per prompt of each modality (JSON, "
+                                                      "e.g. {\"image\": 4, \"video\": 0}); sizes the encoder's "
+                                                      "profiling run.", default_rule="999 for each modality",
+                                                      engine_only=True)
+    mm_processor_kwargs: dict[str, Any] | None = knob("json", "vLLM: the multimodal processor's settings (JSON, e.g. "
+                                                      "{\"max_pixels\": 1003520}); sizes the largest item.",
+                                                      engine_only=True)
+    language_model_only: bool = knob("bool", "vLLM: every modality off (no encoder profiling).", False,
+                                      engine_only=True)
+    skip_mm_profiling: bool = knob("bool", "vLLM: no encoder run in the memory profile.", False, engine_only=True)
     cpu_offload_gb: float | None = knob("float", "vLLM, SGLang: GiB of weights per GPU moved to pinned CPU memory "
                                         "(whole parameters of the first decoder layers, until the amount is "
                                         "reached).",

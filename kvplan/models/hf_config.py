@@ -30,6 +30,7 @@ from kvplan.models.layers import (
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.rope import rope_tables
+from kvplan.models.towers import vision_tower
 from kvplan.models.unmodelled import note as unmodelled_note
 from kvplan.models.unmodelled import refusal, unread_keys
 from kvplan.units import DTYPE_BYTES, canonical_dtype, dtype_bytes
@@ -134,7 +135,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
         mtp_layers=lm.optional_int(("num_nextn_predict_layers", "mtp_num_hidden_layers"), minimum=0) or 0,
         rope_tables=rope_tables(lm, family, max((layer.head_dim for layer in layers if layer.holds_kv), default=0),
                                 any(layer.drops_old_tokens for layer in layers)),
-        notes=tuple(notes),
+        notes=tuple(notes), tower=vision_tower(top, hidden),
     )
 
 

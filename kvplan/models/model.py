@@ -8,6 +8,7 @@ from typing import Any
 
 from kvplan.models.layers import Layer
 from kvplan.models.rope import RopeTable
+from kvplan.models.towers import VisionTower
 
 
 @dataclass(eq=False)
@@ -108,6 +109,7 @@ class ModelSpec:
     mtp_layers: int = 0  # multi-token-prediction layers shipped with the checkpoint (speculative drafts)
     stored_weight_bytes: int | None = None  # from the Hub's safetensors headers, for quantized checkpoints
     rope_tables: tuple[RopeTable, ...] = ()  # the cos/sin tables the engine builds beside the weights
+    tower: VisionTower | None = None  # a multimodal wrapper's vision tower (models/towers.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property

@@ -12,6 +12,7 @@ from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
+from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
@@ -318,7 +319,9 @@ class Vllm(PoolRules):
             else modelopt_auto_kv(spec, wanted),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
-            in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name)
+            in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name,
+            encoder_cache_tokens=None if era.v0 or spec.tower is None else _budget_of(encoder_profile(
+                spec, dep, max_model_len, seqs, tokens, dtype_bytes(common.model_dtype(spec, dep, gpu)[0]))))
 
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
@@ -337,6 +340,8 @@ class Vllm(PoolRules):
                                settings.max_num_batched_tokens or settings.max_model_len)
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
+        encoder = encoder_of(target, settings)
+        act += encoder.held_bytes if encoder else 0
         non_torch = era.non_torch(tp, pp)
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         use_graphs = (use_graphs and graph_estimate_on(gpu, _release(settings))
@@ -352,7 +357,8 @@ class Vllm(PoolRules):
                 sizes = (sizes[0] * lora.graph_cases, sizes[1] * lora.graph_cases)
             graphs = cuda_graph_bytes(decoder_layers, sizes)
         available = budget - weights_bytes - act - non_torch - graphs
-        return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available)
+        return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available,
+                      encoder.held_bytes if encoder else 0)
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         notes = []
@@ -378,6 +384,9 @@ class Vllm(PoolRules):
                           dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
         if moved:
             notes.append(moved.note(dep.gpu_count))
+        encoder = encoder_of(target, settings)
+        if encoder:
+            notes.append(encoder.note())
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
                 and any(layer.latent_cache for layer in spec.layers)):
             notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "
@@ -464,6 +473,20 @@ class Vllm(PoolRules):
                 notes.append(f"Padding mamba page size by {100 * (padded - real) / real:.2f}% to ensure that mamba "
                              "page size and attention page size are exactly equal (vLLM)")
         return notes
+
+
+def encoder_of(target: PlanInput, settings: EngineSettings) -> EncoderProfile | None:
+    """The multimodal encoder's profiling (engines/vllm/multimodal.py), for the V1 engine's releases."""
+    spec, dep = target.spec, target.deployment
+    if era_of(settings.version or LATEST).v0 or spec.tower is None:
+        return None
+    return encoder_profile(spec, dep, settings.max_model_len, settings.max_num_seqs or 1,
+                           settings.max_num_batched_tokens or settings.max_model_len,
+                           dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
+
+
+def _budget_of(profile: EncoderProfile | None) -> int | None:
+    return profile.budget if profile else None
 
 
 def _release(settings: EngineSettings) -> tuple[int, int]:

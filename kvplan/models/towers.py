@@ -1,0 +1,41 @@
+"""The vision tower's geometry, as a multimodal config.json gives it: what an engine needs to size the items its
+encoder is profiled with (patch and merge sizes, tokens per image) and the width of the embeddings it hands the
+language model. Engine rules (budgets, processor defaults) live with each engine, not here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.models.fields import ConfigFields
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    config_type: str  # the wrapper's model_type (qwen2_5_vl, gemma3, gemma4, ...): which processor reads it
+    vision_type: str  # vision_config.model_type, where the config names one
+    patch_size: int
+    merge_size: int  # spatial_merge_size: patches merged into one token per side (Qwen-VL), 0 where not given
+    temporal_patch_size: int  # frames per temporal patch (Qwen-VL), 0 where not given
+    pooling_kernel_size: int  # patches pooled into one soft token per side (Gemma 4), 1 where none
+    image_size: int  # the tower's square input side, 0 where images are resized by pixel count
+    tokens_per_image: int  # a fixed soft-token count per image (Gemma 3 mm_tokens_per_image, Gemma 4), 0 if none
+    output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
+    has_audio: bool
+
+
+def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
+    """The tower of a multimodal wrapper (a `vision_config` beside the language model), None for a text model."""
+    vision = top.nested("vision_config")
+    if vision is None:
+        return None
+    deepstack = vision.array("deepstack_visual_indexes") or []
+    out = vision.optional_int("out_hidden_size") or text_hidden
+    tokens = (vision.optional_int("default_output_length")
+              or top.optional_int(("mm_tokens_per_image", "vision_soft_tokens_per_image")) or 0)
+    return VisionTower(
+        config_type=top.text("model_type") or "", vision_type=vision.text("model_type") or "",
+        patch_size=vision.integer("patch_size", 14), merge_size=vision.optional_int("spatial_merge_size") or 0,
+        temporal_patch_size=vision.optional_int("temporal_patch_size") or 0,
+        pooling_kernel_size=vision.optional_int("pooling_kernel_size") or 1,
+        image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
+        output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None)

@@ -1,0 +1,117 @@
+"""Issue 20 item 4: vLLM's multimodal encoder cache budget and the encoder outputs its profiling run holds
+(kvplan/engines/vllm/multimodal.py), driven by --limit-mm-per-prompt, --mm-processor-kwargs and the processors'
+maximum sizes, checked against vLLM 0.23.0's gemma-4-31b-it log (engine-calibration Y13) and derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.calibration import engines as calibration
+from kvplan.deployment import Deployment
+from kvplan.engines import plan_deployment
+from kvplan.errors import KvplanError
+from kvplan.explain import read_log
+from kvplan.hardware import find_gpu
+from kvplan.models.sources import resolve
+from kvplan.plan import GpuChoice
+from kvplan.units import GiB
+
+Y13 = {entry["id"]: entry for entry in calibration.entries()}["Y13"]
+
+
+def _plan(model: str, **knobs):
+    gpu = find_gpu("h100")
+    dep = Deployment(engine="vllm", engine_version="0.33.0", gpu=gpu.id, max_model_len=32768, **knobs)
+    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1, gpu.compute_capability, gpu.fp8)
+    return plan_deployment(resolve(model), dep, choice)
+
+
+def test_gemma4_31b_log_encoder_budget_and_items():
+    # Y13 prints "Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 3 video items
+    # of the maximum feature size" (limit_mm_per_prompt {'image': 4}, video left at 999). By hand (vLLM 0.23.0
+    # gemma4_mm.py): an image 280 soft tokens; a video 32 frames x (70 soft + 8 text) = 2,496 tokens, the larger;
+    # budget max(8,192 batched tokens, 2,496) = 8,192; items min(8,192 // 2,496 = 3, 20 seqs x min(999,
+    # 32,768 // 2,496 = 13)) = 3. Held through the decoder's dummy run: 3 x 32 x 70 embeddings x 5,376 x 2 B.
+    plan = calibration.vllm_plan(Y13)
+    assert plan.engine.encoder_cache_tokens == Y13["encoder_budget_tokens"] == 8192
+    assert plan.memory.encoder_bytes == 3 * 32 * 70 * 5376 * 2 == 72_253_440
+    assert any("3 video item(s) of 2,496 tokens" in note for note in plan.notes)
+
+
+def test_gemma4_31b_log_pool_replay_and_from_scratch():
+    # From the logged 28.41 GiB the pool gives the log's 97,541 tokens and 2.98x; from scratch (the inferred
+    # RTX PRO 6000, weights counted from the config) 98,798 tokens, 1.3 % above the log (weights 58.46 GiB
+    # against the logged 58.99, CUDA graphs 0.37 against 0.13).
+    replay = calibration.pool_replay(Y13)
+    assert replay.closes and replay.low.tokens <= 97_541 <= replay.high.tokens
+    tokens = calibration.vllm_plan(Y13).capacity.tokens
+    assert abs(tokens - Y13["tokens"]) / Y13["tokens"] < 0.02
+
+
+def test_text_only_run_has_no_encoder_profile():
+    # limit_mm_per_prompt image 0 and video 0 (or --language-model-only): MultiModalBudget has no tower modality,
+    # profile_run encodes nothing; the peak is the text model's.
+    off = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"image": 0, "video": 0})
+    also_off = _plan("Qwen/Qwen2.5-VL-7B-Instruct", language_model_only=True)
+    images = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"video": 0})
+    assert off.engine.encoder_cache_tokens is None and off.memory.encoder_bytes == 0
+    assert also_off.memory.activation_bytes == off.memory.activation_bytes
+    # images on: 12,845,056 max pixels / (14 x 2)^2 = 16,384 merged patches (128 x 128), one item; its
+    # 16,384 embeddings of 3,584 x 2 B stay in the encoder cache: 117,440,512 B more peak, less KV.
+    assert images.engine.encoder_cache_tokens == 16384
+    assert images.memory.encoder_bytes == 16384 * 3584 * 2 == 117_440_512
+    assert images.memory.activation_bytes - off.memory.activation_bytes == 117_440_512
+    assert images.capacity.tokens < off.capacity.tokens
+
+
+def test_qwen25_vl_video_outgrows_the_image_at_32k():
+    # qwen2_vl.py get_max_video_tokens: frames grow while the video fits max_model_len (32,768): 4 frames = 2
+    # temporal patches x 16,384 = 32,768 tokens, more than an image, so the video is profiled, budget 32,768.
+    plan = _plan("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert plan.engine.encoder_cache_tokens == 32768
+    assert plan.memory.encoder_bytes == 32768 * 3584 * 2
+
+
+def test_max_pixels_from_mm_processor_kwargs():
+    # --mm-processor-kwargs '{"max_pixels": 1003520}': 1,003,520 / 784 = 1,280 merged patches (32 x 40); budget
+    # max(8,192, 1,280) = 8,192; items 8,192 // 1,280 = 6.
+    plan = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"video": 0},
+                 mm_processor_kwargs={"max_pixels": 1003520})
+    assert plan.engine.encoder_cache_tokens == 8192
+    assert plan.memory.encoder_bytes == 6 * 1280 * 3584 * 2
+
+
+def test_qwen3_vl_image_with_deepstack_width():
+    # Qwen3-VL: 16,777,216 longest edge / (16 x 2)^2 = 16,384 tokens; the video processor's 25,165,824 / 2
+    # frames / 1,024 = 12,288, smaller: one image. Its embeddings carry 3 deepstack levels beside the output:
+    # 4,096 x (1 + 3) wide.
+    plan = _plan("Qwen/Qwen3-VL-8B-Instruct")
+    assert plan.engine.encoder_cache_tokens == 16384
+    assert plan.memory.encoder_bytes == 16384 * 4096 * 4 * 2
+
+
+def test_gemma3_images_of_256_tokens():
+    # gemma3_mm.py: 256 soft tokens an image; budget 8,192 holds 32, under 1,024 seqs x 32 per prompt.
+    plan = _plan("google/gemma-3-27b-it")
+    assert plan.engine.encoder_cache_tokens == 8192
+    assert plan.memory.encoder_bytes == 32 * 256 * 5376 * 2
+
+
+def test_bad_limit_is_one_line_error():
+    with pytest.raises(KvplanError, match="count must be an integer"):
+        _plan("google/gemma-3-27b-it", limit_mm_per_prompt={"image": -1})
+
+
+def test_explain_reads_the_encoder_line():
+    log = ("(EngineCore pid=594) INFO 08-04 13:15:51 [gpu_model_runner.py:6200] Encoder cache will be initialized "
+           "with a budget of 8192 tokens, and profiled with 3 video items of the maximum feature size.\n"
+           "(EngineCore pid=594) INFO 08-04 13:16:47 [kv_cache_utils.py:1744] GPU KV cache size: 97,541 tokens\n")
+    run = read_log(log)
+    assert run.first("capacity", "encoder_cache_tokens") == 8192
+    assert run.first("capacity", "encoder_items") == 3
+
+
+def test_skip_mm_profiling_keeps_the_budget_and_adds_nothing():
+    plan = _plan("google/gemma-3-27b-it", skip_mm_profiling=True)
+    assert plan.engine.encoder_cache_tokens == 8192 and plan.memory.encoder_bytes == 0
+    assert round(plan.memory.encoder_bytes / GiB, 2) == 0
