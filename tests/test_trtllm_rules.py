@@ -112,3 +112,26 @@ def test_the_fraction_is_a_cpp_float_through_the_engine():
     #   x 0.9 as a float32 = 55,050,296,244 B   -> // 57,344 = 960,000 tokens -> 30,000 blocks (TensorRT-LLM's)
     plan = estimate("Qwen/Qwen2.5-7B", gpu_memory="78277294392", engine="trtllm", max_model_len=8192)
     assert plan.capacity.num_blocks == 30_000 and plan.capacity.tokens == 960_000
+
+
+NANO_BF16 = LLAMA_FP8.parent / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def test_mamba_states_for_max_batch_size_come_out_of_the_pool():
+    # Nemotron-3-Nano-30B-A3B (BF16) on an H100 at 32K, PyTorch backend. CppMambaHybridCacheManager, the default
+    # hybrid manager, prices the pool as slope x tokens + intercept (kv_cache/mamba_cache_manager.py
+    # _estimate_mamba_hybrid_cache_cost, read_file id 68572734154): intercept = (max_batch_size x pp + 1 dummy
+    # slot) x the states per rank. One request's states: 23 Mamba-2 layers x (conv 3 x (4,096 + 2 x 8 x 128) x 2 B
+    # = 36,864 + SSM 64 heads x 64 x 128 x 4 B (mamba_ssm_cache_dtype float32) = 2,097,152) = 49,082,368 B.
+    # max_batch_size 64: 65 x 49,082,368 = 3,190,353,920. Free 85,018,877,624 - 63,155,880,560 (weights)
+    # - 882,900,992 (profiling) - 50,331,648 (the 64-request graph) - 654,982,512 = 20,274,781,912 x 0.9f
+    # = 18,247,303,237; (18,247,303,237 - 3,190,353,920) // 6,144 B a token (6 attention layers x 2 x 2 x 128 x 2)
+    # = 2,450,675 tokens -> 76,583 whole blocks = 2,450,656 tokens.
+    plan = estimate(str(NANO_BF16), gpu="h100", engine="trtllm", max_model_len=32768, max_num_seqs=64)
+    assert plan.memory.weights_bytes == 63_155_880_560 and plan.layout.bytes_per_token == 6_144
+    assert plan.capacity.num_blocks == 76_583 and plan.capacity.tokens == 2_450_656
+    assert any("max_batch_size 64 x pp 1 + 1 requests, 2.97 GiB per rank" in note for note in plan.notes)
+    # The default max_batch_size 2,048: 2,049 x 49,082,368 = 100,569,772,032 B (93.66 GiB), more than the whole
+    # 18.2 GB left: no token fits
+    default = estimate(str(NANO_BF16), gpu="h100", engine="trtllm", max_model_len=32768)
+    assert default.capacity.tokens == 0 and not default.capacity.fits

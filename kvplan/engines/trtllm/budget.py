@@ -34,6 +34,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.trtllm.host_cache import host_tier
+from kvplan.engines.trtllm.mamba import state_bytes_per_rank, state_intercept
 from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.families import family_of
@@ -183,8 +184,9 @@ class Backend(Protocol):
 
     def available(self, total: int, used: int, fraction: float) -> int: ...
 
-    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
-        """Blocks in the primary pool from the KV memory the fraction leaves, with the kv_cache_config caps."""
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment, fixed: int) -> int:
+        """Blocks in the primary pool from the KV memory the fraction leaves, with the kv_cache_config caps;
+        fixed: the pool's bytes that hold no tokens (recurrent states)."""
         ...
 
     def measured_after(self, settings: EngineSettings) -> str:
@@ -219,7 +221,7 @@ class PyTorchBackend:
         # the estimation pool is in the measured peak and counted back: it cancels out of a prediction
         return pytorch_available_bytes(total, used, 0, fraction)
 
-    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment, fixed: int) -> int:
         """KvCacheCreator.configure_kv_cache_capacity (tensorrt_llm/_torch/pyexecutor/_util.py as stored in 2026):
         max_tokens caps the memory (bytes_for_tokens), which is cut into tokens (CacheCost.tokens_for_budget) and
         handed to KVCacheManager as kv_cache_config.max_tokens, whose calculate_max_num_blocks rounds it down to
@@ -228,8 +230,8 @@ class PyTorchBackend:
         managers)."""
         memory = max(available, 0)
         if dep.max_total_tokens is not None:
-            memory = min(memory, dep.max_total_tokens * per_token)
-        return whole_blocks(memory // per_token, tokens_per_block)
+            memory = min(memory, dep.max_total_tokens * per_token + fixed)
+        return whole_blocks(max(memory - fixed, 0) // per_token, tokens_per_block)
 
     def measured_after(self, settings: EngineSettings) -> str:
         return f"the weights, the CUDA graphs and a profiling forward of {settings.max_num_batched_tokens:,} tokens"
@@ -253,7 +255,7 @@ class TensorRtEngine:
     def available(self, total: int, used: int, fraction: float) -> int:
         return engine_available_bytes(total - used, fraction)
 
-    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment) -> int:
+    def blocks(self, available: int, per_token: int, tokens_per_block: int, dep: Deployment, fixed: int) -> int:
         """The C++ KVCacheManager::calculateMaxNumBlocks: max_gpu_total_bytes and the fraction, the smaller wins;
         max_tokens caps the tokens; then ceilDiv to blocks."""
         if dep.kv_cache_memory_bytes is not None:
@@ -271,6 +273,12 @@ BACKENDS: dict[str, Backend] = {"pytorch": PyTorchBackend(), "tensorrt": _ENGINE
 def backend(target: PlanInput) -> Backend:
     """The deployment's backend (trtllm-serve --backend; the PyTorch one when none is declared)."""
     return BACKENDS[target.deployment.backend or "pytorch"]
+
+
+def mamba_state(target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
+    """The PyTorch pool's fixed cost for a hybrid model (engines/trtllm/mamba.py); 0 without recurrent layers."""
+    state = state_bytes_per_rank(target, decoder_layers, last, _element_bytes(target))
+    return state_intercept(target, settings.max_num_seqs or MAX_BATCH_SIZE, state) if state else 0
 
 
 def checkpoint_kv_dtype(target: PlanInput) -> str | None:
@@ -317,8 +325,9 @@ class TensorRtLlm(PoolRules):
             available = dep.kv_cache_memory_bytes  # no GPU given: the bytes alone size the pool
         block = _block_bytes(target, settings, decoder_layers, last)
         pool = available
+        states = mamba_state(target, settings, decoder_layers, last) if rules.name == "pytorch" else 0
         if block and available > 0:
-            pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep) * block
+            pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
@@ -338,6 +347,13 @@ class TensorRtLlm(PoolRules):
                  f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
         dep = target.deployment
+        states = mamba_state(target, settings, stages[-1].decoder_layers, True) if rules.name == "pytorch" else 0
+        if states:
+            seqs = settings.max_num_seqs or MAX_BATCH_SIZE
+            notes.append(f"Mamba / linear-attention states for max_batch_size {seqs} x pp "
+                         f"{dep.pipeline_parallel_size} + 1 requests, {states / GiB:.2f} GiB per rank, are taken "
+                         "from the KV memory before any token (CppMambaHybridCacheManager's fixed cost, in the "
+                         "reserve here): a smaller max_batch_size leaves more tokens")
         if rules.name == "pytorch" and dep.kv_cache_memory_bytes is not None and target.gpu.memory_bytes:
             notes.append(f"{dep.where('kv_cache_memory_bytes')}: kv_cache_config.max_gpu_total_bytes does not cap "
                          "this pool: KvCacheCreator sets max_tokens before it applies the bytes, and a full-attention "
