@@ -365,6 +365,36 @@ class SmallPool(PlanRule):
         return Outcome(PASS, f"the pool holds {tokens:,} tokens, {tokens / length:.1f} x max_model_len", self.key)
 
 
+class LoraSlots(PlanRule):
+    id, name, key = "KV044", "lora-slots", "enable_lora"
+    summary = "a LoRA deployment's adapter slots still leave room for one max_model_len request"
+    hint = "fewer LoRA slots or a lower max_lora_rank, a shorter max_model_len, or more memory per GPU"
+
+    def applies(self, ctx: Context) -> bool:
+        return super().applies(ctx) and ctx.dep is not None and ctx.dep.enable_lora
+
+    def judge(self, plan: Plan, ctx: Context) -> Outcome:
+        from dataclasses import replace
+
+        from kvplan.api import draft_model
+        from kvplan.engines import plan_deployment
+
+        if ctx.dep is None or ctx.spec is None or ctx.gpu is None or _no_kv_memory(plan):
+            return Outcome(SKIP, "no KV cache at all (see KV010)", self.key)
+        bare = plan_deployment(ctx.spec, replace(ctx.dep, enable_lora=False), ctx.gpu, (), draft_model(ctx.dep))
+        slots = plan.memory.weights_bytes - bare.memory.weights_bytes
+        lost = bare.memory.kv_cache_bytes - plan.memory.kv_cache_bytes
+        taken = f"the LoRA slots take {slots / GiB:.2f} GiB of weights per GPU ({lost / GiB:.2f} GiB of KV cache)"
+        length = plan.engine.max_model_len
+        if plan.capacity.fits:
+            return Outcome(PASS, f"{taken}; one request of {length:,} tokens still fits", self.key)
+        if not bare.capacity.fits:
+            return Outcome(SKIP, f"one request of {length:,} tokens does not fit even without LoRA (see KV011)",
+                           self.key)
+        return Outcome(FAIL, f"{taken}: one request of {length:,} tokens fits without them, not with them (the "
+                             f"longest that fits: {plan.capacity.max_model_len_that_fits:,})", self.key)
+
+
 class ReplicatedKvHeads(Rule):
     id, name = "KV042", "replicated-kv-heads"
     summary = "warns when tensor_parallel_size exceeds the KV heads: each rank then holds a copy of a head"
@@ -418,7 +448,7 @@ class ModelConfigComplete(Rule):
 RULES: tuple[Rule, ...] = (
     ModelResolvable(), KnownFlags(), CurrentFlags(), ValidValues(), ParallelAccepted(), GpuKnown(),
     WeightsFit(), RequestFits(), MinConcurrency(), MinKvTokens(), MinMaxModelLen(), MinRequestsAt(),
-    MaxUtilization(), GpuCount(), HighUtilization(), SmallPool(), ReplicatedKvHeads(), FloatingTag(),
+    MaxUtilization(), GpuCount(), HighUtilization(), SmallPool(), LoraSlots(), ReplicatedKvHeads(), FloatingTag(),
     ModelConfigComplete(),
 )
 
