@@ -177,3 +177,19 @@ def test_same_plan_through_both_front_doors(tmp_path):
     first, second = json.loads(through_option.stdout), json.loads(through_paste.stdout)
     assert first["capacity"]["num_blocks"] == 3_125 and first["capacity"] == second["capacity"]
     assert first["memory"] == second["memory"]
+
+
+def test_attention_dp_keeps_every_kv_head_on_every_rank(tmp_path):
+    # KVCacheManager.get_cache_size_per_token (tensorrt_llm/_torch/pyexecutor/resource_manager.py as stored in 2026,
+    # and _util.py _get_cache_size_per_token at d8ae02ca): tp_size = 1 if mapping.enable_attention_dp. Qwen2.5-7B
+    # at TP 4: 2 x 28 layers x 4 KV heads x 128 x 2 B = 57,344 B a token on each rank, not 4 x less (14,336).
+    plain = plan_of(pasted("--tp_size", "4", "--max_seq_len", "8192"))
+    flag = plan_of(pasted("--tp_size", "4", "--enable_attention_dp", "--max_seq_len", "8192"))
+    assert plain.layout.bytes_per_token == 14_336 and flag.layout.bytes_per_token == 57_344
+    assert any(note.startswith("--enable_attention_dp: attention DP: each of the 4 ranks") for note in flag.notes)
+    # the options file's enable_attention_dp, beside its tensor_parallel_size
+    config = write(tmp_path, "tensor_parallel_size: 4\nenable_attention_dp: true\nmax_seq_len: 8192\n")
+    from_file = plan_of(pasted("--config", config))
+    assert from_file.layout.bytes_per_token == 57_344
+    off = write(tmp_path, "tensor_parallel_size: 4\nenable_attention_dp: false\n", "off.yaml")
+    assert plan_of(pasted("--config", off)).layout.bytes_per_token == 14_336

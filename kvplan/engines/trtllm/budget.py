@@ -161,13 +161,19 @@ def largest_graph(max_batch_size: int, max_num_tokens: int, estimation_blocks: i
     return kept[-1] if kept and kept[-1] <= estimation_blocks else 0
 
 
+def kv_ranks(target: PlanInput) -> int:
+    """The ranks a layer's KV heads are divided over: none under attention DP, where every rank holds all of them
+    (KVCacheManager.get_cache_size_per_token, resource_manager.py: tp_size 1 if mapping.enable_attention_dp)."""
+    dep = target.deployment
+    return 1 if dep.attention_data_parallel_size is not None else dep.tensor_parallel_size
+
+
 def _block_bytes(target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
     """One block's bytes on the rank of this pipeline stage (every layer keeps every token: one flat pool)."""
     prepared = common.prepare(target, flat_pool=True, settings=settings)
     stage = next((s for s in prepared.stages if s.decoder_layers == decoder_layers and s.last == last),
                  prepared.stages[-1])
-    return pool_layout(stage.layers, settings.block_size, prepared.kv_bytes,
-                       target.deployment.tensor_parallel_size).block_bytes
+    return pool_layout(stage.layers, settings.block_size, prepared.kv_bytes, kv_ranks(target)).block_bytes
 
 
 def _element_bytes(target: PlanInput) -> int:
@@ -333,6 +339,9 @@ class TensorRtLlm(PoolRules):
                       non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
                       reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
 
+    def kv_tensor_parallel(self, target: PlanInput) -> int:
+        return kv_ranks(target)
+
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
         return host_tier(target.deployment, layout, split)
@@ -354,6 +363,10 @@ class TensorRtLlm(PoolRules):
                          f"{dep.pipeline_parallel_size} + 1 requests, {states / GiB:.2f} GiB per rank, are taken "
                          "from the KV memory before any token (CppMambaHybridCacheManager's fixed cost, in the "
                          "reserve here): a smaller max_batch_size leaves more tokens")
+        if dep.attention_data_parallel_size is not None:
+            notes.append(f"{dep.where('attention_data_parallel_size')}: attention DP: each of the "
+                         f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
+                         "weights, replicated on every rank, are counted split over TP (not modelled)")
         if rules.name == "pytorch" and dep.kv_cache_memory_bytes is not None and target.gpu.memory_bytes:
             notes.append(f"{dep.where('kv_cache_memory_bytes')}: kv_cache_config.max_gpu_total_bytes does not cap "
                          "this pool: KvCacheCreator sets max_tokens before it applies the bytes, and a full-attention "

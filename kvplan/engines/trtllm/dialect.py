@@ -23,7 +23,7 @@ def _option_keys() -> frozenset[str]:
     from kvplan.engines.trtllm import flags
 
     keys = (*flags.EXTRA_OPTIONS_KNOBS, *flags.EXTRA_OPTIONS_NOTED, *flags.EXTRA_OPTIONS_INERT,
-            *flags.EXTRA_OPTIONS_SECTIONS)
+            *flags.EXTRA_OPTIONS_SECTIONS, flags.ATTENTION_DP_KEY)
     return frozenset(key.split(".", 1)[0] for key in keys)
 
 
@@ -47,6 +47,8 @@ KNOB_FLAGS: dict[str, tuple[str, str]] = {
     "moe-expert-parallel-size": ("expert_parallel_size", "value"),
     "ep-size": ("expert_parallel_size", "value"),
     "kv-cache-dtype": ("kv_cache_dtype", "value"),
+    # a click flag (is_flag): attention_dp_words gives it the TP size, every rank being its own attention DP rank
+    "enable-attention-dp": ("attention_data_parallel_size", "value"),
     # choices pytorch (default), tensorrt (alias trt: serve.py's ChoiceWithAlias) and _autodeploy; kvplan models
     # pytorch and tensorrt (the `backend` knob).
     "backend": ("backend", "value"),
@@ -55,6 +57,24 @@ KNOB_FLAGS: dict[str, tuple[str, str]] = {
     "config": ("config", "value"),
     "extra-llm-api-options": ("config", "value"),
 }
+
+TP_FLAGS = ("--tp_size", "--tensor_parallel_size")
+
+
+def attention_dp_words(words: list[str]) -> list[str]:
+    """`--enable_attention_dp` as the attention DP size it means: under attention DP every rank of the TP group
+    runs its own requests' attention (tensorrt_llm/mapping.py: attention DP spans tp_size), so the size is the
+    TP size of the same line (1 without one)."""
+    if "--enable_attention_dp" not in words:
+        return words
+    tp = "1"
+    for index, word in enumerate(words):
+        name, equals, inline = word.partition("=")
+        if name in TP_FLAGS:
+            tp = inline if equals else (words[index + 1] if index + 1 < len(words) else tp)
+    at = words.index("--enable_attention_dp")
+    return [*words[:at + 1], tp, *words[at + 1:]]
+
 
 DIALECT = Dialect(
     knob_flags=KNOB_FLAGS,
@@ -72,5 +92,7 @@ DIALECT = Dialect(
     # size is the options file's kv_cache_config.tokens_per_block)
     extra_spellings={"block_size": ("tokens-per-block",), "model": ("model-path",),
                      "gpu_memory_utilization": ("kv-cache-free-gpu-mem-fraction",)},
-    own_knobs=frozenset({"backend", "kv_offloading_size"}),  # the latter: kv_cache_config.host_cache_size
+    # kv_offloading_size: kv_cache_config.host_cache_size; attention_data_parallel_size: --enable_attention_dp
+    own_knobs=frozenset({"backend", "kv_offloading_size", "attention_data_parallel_size"}),
+    reads_words=attention_dp_words,
 )

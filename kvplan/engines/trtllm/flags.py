@@ -127,6 +127,9 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "backend": "backend",
 }
 
+# enable_attention_dp (a bool) is read by options.py into the attention_data_parallel_size knob.
+ATTENTION_DP_KEY = "enable_attention_dp"
+
 # Keys whose value is a mapping that kvplan reads key by key; every other mapping-valued key is taken whole.
 EXTRA_OPTIONS_SECTIONS: tuple[str, ...] = ("kv_cache_config",)
 
@@ -141,7 +144,6 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
     "kv_cache_config.max_util_for_resume": "KV cache manager v2's resume threshold",
     "cuda_graph_config": "CUDA graphs for decode batches: up to 200 MB each, says llm_args.py",
     "enable_chunked_prefill": "chunked context: prefill activations bounded by max_num_tokens",
-    "enable_attention_dp": "attention data parallel: attention weights replicated, each rank holds its own KV",
     "attention_dp_config": "attention data parallel scheduling",
     "enable_lm_head_tp_in_adp": "LM head sliced over TP under attention DP",
     "max_beam_width": "beam search: each request holds KV for every beam",
@@ -235,7 +237,6 @@ NOTED: dict[str, tuple[str, str]] = {
     "cp-size": ("value", "context parallel: KV sharded over CP ranks"),
     "moe-cluster-parallel-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
     "cluster-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
-    "enable-attention-dp": ("bool", "attention data parallel: attention weights replicated, each rank holds its own KV"),
     "enable-chunked-prefill": ("bool", "chunked context: prefill activations bounded by max_num_tokens"),
     "enable-visual-gen": ("bool", "visual generation pipeline: its own weights and activations"),
     "visual-gen-args": ("value", "settings of the visual generation pipeline"),

@@ -55,6 +55,10 @@ def _read_section(mapping: dict[Any, Any], prefix: KeyPath, lines: dict[KeyPath,
             if not isinstance(value, dict):
                 raise KvplanError(f"expected a mapping of {dotted} fields, got {type(value).__name__}", origin)
             _read_section(value, key_path, lines, path, draft, inert)
+        elif dotted == catalogue.ATTENTION_DP_KEY:
+            if value is True:  # every rank of the TP group its own attention DP rank (dialect.attention_dp_words)
+                tp = mapping.get("tensor_parallel_size")
+                draft.set("attention_data_parallel_size", tp if isinstance(tp, int) and tp > 0 else 1, origin)
         elif dotted in catalogue.EXTRA_OPTIONS_KNOBS:
             _set_knob(draft, catalogue.EXTRA_OPTIONS_KNOBS[dotted], value, origin)
         elif dotted in catalogue.EXTRA_OPTIONS_NOTED:
@@ -86,7 +90,7 @@ def _known_keys(section: str) -> list[str]:
     """The names a misspelling in this section ("" at the top, "kv_cache_config." within it) is matched against,
     without the section's prefix; at the top, the nested keys too."""
     keys = [*catalogue.EXTRA_OPTIONS_KNOBS, *catalogue.EXTRA_OPTIONS_NOTED, *catalogue.EXTRA_OPTIONS_INERT,
-            *catalogue.EXTRA_OPTIONS_SECTIONS]
+            *catalogue.EXTRA_OPTIONS_SECTIONS, catalogue.ATTENTION_DP_KEY]
     return [key.removeprefix(section) for key in keys if key.startswith(section)]
 
 
