@@ -21,6 +21,10 @@ GiB = 2**30
     ("a100-80gb-sxm:7g.80gb", 7900),
     # and on an H100 80GB: 9.75, 19.62, 39.50, 79.25 GiB
     ("h100-sxm:1g.10gb", 975), ("h100-sxm:2g.20gb", 1962), ("h100-sxm:3g.40gb", 3950), ("h100-sxm:7g.80gb", 7925),
+    # on an A30 (Summer-Lo/Docker_configuration 000-MIG/README.md): 1g.6gb 5.81, 2g.12gb 11.69, 4g.24gb 23.50 GiB
+    ("a30:1g.6gb", 581), ("a30:1g.6gb+me", 581), ("a30:2g.12gb", 1169), ("a30:4g.24gb", 2350),
+    # on an H200: 1g.18gb 16.00 (inside the slice, '16.0 GiB usable'), 2g.35gb 32.50, 7g.141gb 140.00 GiB
+    ("h200:1g.18gb", 1600), ("h200:1g.18gb+me", 1600), ("h200:2g.35gb", 3250), ("h200:7g.141gb", 14000),
 ])
 def test_a_mig_slice_has_the_memory_inside_the_slice(name, gib_2dp):
     gpu = find_gpu(name)
@@ -71,4 +75,12 @@ def test_kvplan_gpus_groups_whole_gpus_unified_memory_and_slices():
     groups = list(dict.fromkeys(g.group for g in grouped()))
     assert groups == ["NVIDIA", "AMD Instinct", "Intel Gaudi", "unified memory", "MIG slices"]
     assert [g.id for g in grouped() if g.parent] == [g.id for g in mig_slices()]
-    assert len(mig_slices()) == 14  # 7 sourced profiles each of the A100-80GB and the H100 80GB
+    # 7 sourced profiles each of the A100-80GB and the H100 80GB, 4 of the A30 and 4 of the H200
+    assert len(mig_slices()) == 22
+
+
+def test_the_a30_is_a_gpu_of_its_own_with_its_logged_total():
+    gpu = find_gpu("A30")
+    assert gpu.memory_bytes == 2353 * GiB // 100  # 'GPU 0 has a total capacty of 23.53 GiB' (google/RB-Modulation#5)
+    assert gpu.compute_capability == "8.0" and not gpu.fp8 and gpu.group == "NVIDIA"
+    assert find_gpu("a30:4g.24gb").memory_bytes < gpu.memory_bytes  # the whole GPU as one slice: 23.50 GiB
