@@ -84,3 +84,10 @@ def test_the_a30_is_a_gpu_of_its_own_with_its_logged_total():
     assert gpu.memory_bytes == 2353 * GiB // 100  # 'GPU 0 has a total capacty of 23.53 GiB' (google/RB-Modulation#5)
     assert gpu.compute_capability == "8.0" and not gpu.fp8 and gpu.group == "NVIDIA"
     assert find_gpu("a30:4g.24gb").memory_bytes < gpu.memory_bytes  # the whole GPU as one slice: 23.50 GiB
+
+
+def test_the_rtx_pro_6000_server_edition_reports_the_workstation_cards_total():
+    # torch 'total_memory=97250MB' on the Server Edition: 97,250 MiB = 94.97 GiB, the catalogue's figure
+    gpu = find_gpu("RTX PRO 6000 Blackwell Server Edition")
+    assert gpu.id == "rtx-pro-6000-blackwell" and gpu.memory_bytes == 9497 * GiB // 100
+    assert 97250 * 2**20 // (GiB // 100) == 9497 and "Server Edition" in gpu.memory_source
