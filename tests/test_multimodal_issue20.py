@@ -115,3 +115,15 @@ def test_skip_mm_profiling_keeps_the_budget_and_adds_nothing():
     plan = _plan("google/gemma-3-27b-it", skip_mm_profiling=True)
     assert plan.engine.encoder_cache_tokens == 8192 and plan.memory.encoder_bytes == 0
     assert round(plan.memory.encoder_bytes / GiB, 2) == 0
+
+
+def test_qwen3_vl_tower_weights_by_hand():
+    # Qwen3-VL-8B-Instruct (models/tower_params.py qwen3_vl): patch embedding 3 x 2 x 16^2 x 1,152 + 1,152 =
+    # 1,770,624; positions 2,304 x 1,152 = 2,654,208; 27 blocks of 4 x 1,152 (two LayerNorms) + 1,152 x 3,456
+    # + 3,456 + 1,152^2 + 1,152 + 1,152 x 4,304 + 4,304 + 4,304 x 1,152 + 1,152 = 15,239,504; the merger 2 x 1,152
+    # + 4,608^2 + 4,608 + 4,608 x 4,096 + 4,096 = 40,119,040; 3 deepstack mergers of 2 x 4,608 + the same MLP =
+    # 40,125,952 each. 576,388,336 beside the text model's 8,190,735,360 (Qwen3-8B's): the Hub's safetensors
+    # total for Qwen/Qwen3-VL-8B-Instruct, 8,767,123,696.
+    spec = resolve("Qwen/Qwen3-VL-8B-Instruct")
+    assert spec.params.vision == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 40_119_040 + 3 * 40_125_952
+    assert spec.params.total == 8_767_123_696 and spec.params.exact

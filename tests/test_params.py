@@ -113,9 +113,14 @@ def test_multimodal_counts_keep_the_vision_tower():
     spec = load_fixture("google__gemma-3-27b-it.json")
     assert spec.params.vision == 423_060_336
     assert spec.params.total == 27_432_406_640
-    # Qwen2.5-VL keeps its vision tower in the count too (estimated, so not exact)
+    # Qwen2.5-VL-7B: the tower by hand (models/tower_params.py qwen2_5_vl): patch embedding 3 x 2 x 14^2 x 1,280 =
+    # 1,505,280; 32 blocks of 2 x 1,280 (norms) + 1,280 x 3,840 + 3,840 (qkv) + 1,280^2 + 1,280 (proj)
+    # + 2 x (1,280 x 3,420 + 3,420) (gate, up) + 3,420 x 1,280 + 1,280 (down) = 19,702,200; the merger 1,280
+    # + 5,120^2 + 5,120 + 5,120 x 3,584 + 3,584 = 44,574,464: 676,550,144, the visual module a public
+    # count prints beside its 8,292,166,656 total (7,615,616,512, Qwen2.5-7B's, for the text).
     vl = load_fixture("Qwen__Qwen2.5-VL-7B-Instruct.json")
-    assert vl.params.vision > 0 and not vl.params.exact
+    assert vl.params.vision == 1_505_280 + 32 * 19_702_200 + 44_574_464 == 676_550_144
+    assert vl.params.total == 8_292_166_656 and vl.params.exact
 
 
 def test_unverified_families_say_so():
