@@ -135,3 +135,21 @@ def test_mamba_states_for_max_batch_size_come_out_of_the_pool():
     # 18.2 GB left: no token fits
     default = estimate(str(NANO_BF16), gpu="h100", engine="trtllm", max_model_len=32768)
     assert default.capacity.tokens == 0 and not default.capacity.fits
+
+
+def test_flash_mla_forces_64_token_blocks_on_hopper():
+    # create_py_executor (_torch/pyexecutor/py_executor_creator.py, read_file ids 4285525045 and 2399938814): for an
+    # MLA model whose ModelConfig.enable_flash_mla holds (_torch/model_config.py, id 224781002: the TRTLLM backend,
+    # kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576, compute capability 9.0) tokens_per_block becomes 64, over
+    # the options file's. DeepSeek-V2-Lite: 27 layers x 576 x 2 B = 31,104 B a token.
+    hopper = estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="h100", engine="trtllm", max_model_len=8192)
+    assert hopper.engine.block_size == 64 and hopper.layout.bytes_per_token == 27 * 576 * 2
+    assert any(note.startswith("64-token blocks: MLA with a 576-wide latent") for note in hopper.notes)
+    given = estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="h100", engine="trtllm", max_model_len=8192, block_size=32)
+    assert given.engine.block_size == 64
+    # Blackwell (10.0) and the TensorRT engine backend keep the 32-token default; so does a GQA model on Hopper
+    assert estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="b200", engine="trtllm",
+                    max_model_len=8192).engine.block_size == 32
+    assert estimate("deepseek-ai/DeepSeek-V2-Lite", gpu="h100", engine="trtllm", max_model_len=8192,
+                    backend="tensorrt").engine.block_size == 32
+    assert estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", max_model_len=8192).engine.block_size == 32

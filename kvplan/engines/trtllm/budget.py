@@ -281,6 +281,22 @@ def backend(target: PlanInput) -> Backend:
     return BACKENDS[target.deployment.backend or "pytorch"]
 
 
+FLASH_MLA_LATENT = 576  # kv_lora_rank 512 + qk_rope_head_dim 64, the DeepSeek-V2/V3 shape FlashMLA runs
+FLASH_MLA_BLOCK = 64
+
+
+def flash_mla_block(target: PlanInput) -> int | None:
+    """64-token blocks where the PyTorch backend runs MLA on FlashMLA: ModelConfig.enable_flash_mla
+    (tensorrt_llm/_torch/model_config.py: the TRTLLM attention backend, kv_lora_rank + qk_rope_head_dim 576, a
+    compute capability 9.0 device) makes create_py_executor set tokens_per_block to 64, over the options file's
+    ("Change tokens_per_block to: 64 for using FlashMLA", _torch/pyexecutor/py_executor_creator.py)."""
+    if backend(target).name != "pytorch" or target.gpu.compute_capability != "9.0":
+        return None
+    latent = any(getattr(layer, "latent_cache", False) and getattr(layer, "latent_dim", 0) == FLASH_MLA_LATENT
+                 for layer in target.spec.layers)
+    return FLASH_MLA_BLOCK if latent else None
+
+
 def mamba_state(target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
     """The PyTorch pool's fixed cost for a hybrid model (engines/trtllm/mamba.py); 0 without recurrent layers."""
     state = state_bytes_per_rank(target, decoder_layers, last, _element_bytes(target))
@@ -315,7 +331,7 @@ class TensorRtLlm(PoolRules):
         return EngineSettings(
             "trtllm", self.label, self.kv_log, dep.engine_version or RELEASES.newest,
             dep.gpu_memory_utilization or FREE_FRACTION,
-            dep.block_size or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
+            flash_mla_block(target) or dep.block_size or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
             dep.max_num_seqs or MAX_BATCH_SIZE, dep.max_num_batched_tokens or MAX_NUM_TOKENS,
             utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len",
             auto_kv_cache_dtype=checkpoint_kv_dtype(target))
@@ -363,6 +379,10 @@ class TensorRtLlm(PoolRules):
                          f"{dep.pipeline_parallel_size} + 1 requests, {states / GiB:.2f} GiB per rank, are taken "
                          "from the KV memory before any token (CppMambaHybridCacheManager's fixed cost, in the "
                          "reserve here): a smaller max_batch_size leaves more tokens")
+        if flash_mla_block(target):
+            given = f" (not {dep.where('block_size')}'s {dep.block_size})" if dep.block_size not in (None, 64) else ""
+            notes.append(f"64-token blocks{given}: MLA with a 576-wide latent runs FlashMLA on compute capability "
+                         "9.0, and TensorRT-LLM changes tokens_per_block for it")
         if dep.attention_data_parallel_size is not None:
             notes.append(f"{dep.where('attention_data_parallel_size')}: attention DP: each of the "
                          f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
