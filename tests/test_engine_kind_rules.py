@@ -14,6 +14,7 @@ from kvplan.engines.base import CUDA_CONTEXT_BYTES
 from kvplan.engines.sglang import budget as sglang
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.engines.vllm import budget as vllm
+from kvplan.engines.vllm.blocks import default_block_size
 from kvplan.models.layers import (
     FullAttention,
     LatentAttention,
@@ -58,16 +59,18 @@ def test_sglang_state_per_layer_in_its_own_dtypes(layer, ranks, expected):
 
 def test_mla_models_get_the_mla_backends_block_size():
     # Before v0.18 vLLM's MLA backends forced their own block size: FlashMLA 64 on Hopper (SM 9.x), CUTLASS MLA 128 on
-    # Blackwell datacenter (SM 10.x); TRITON_MLA on other GPUs (consumer Blackwell SM 12.x too), and every model
-    # without MLA, keep the default 16.
+    # Blackwell datacenter (SM 10.x) through 0.14, FlashInfer MLA's 64 there in 0.15-0.17 for DeepSeek's
+    # qk_nope_head_dim of 128 (platforms/cuda.py, issue 18 section 2.9); TRITON_MLA on other GPUs (consumer Blackwell
+    # SM 12.x too), and every model without MLA, keep the default 16.
     mla, gqa = resolve("deepseek-ai/DeepSeek-V2-Lite"), resolve("Qwen/Qwen2.5-7B")
     old = (0, 17)
-    assert [vllm.default_block_size(mla, major, old) for major in (8, 9, 10, 12, None)] == [16, 64, 128, 16, 16]
+    assert [default_block_size(mla, major, old) for major in (8, 9, 10, 12, None)] == [16, 64, 64, 16, 16]
+    assert [default_block_size(mla, major, (0, 14)) for major in (9, 10)] == [64, 128]
     # From v0.18 the chosen backend's preferred size: 16 where it takes it (FLASH_ATTN_MLA on Hopper, as the v0.19
     # H100 log L01 shows: 94,097 blocks x 16 = 1,505,552 tokens), FlashInfer MLA's smallest, 32, on SM 10.x
     new = (0, 19)
-    assert [vllm.default_block_size(mla, major, new) for major in (8, 9, 10, 12, None)] == [16, 16, 32, 16, 16]
-    assert [vllm.default_block_size(gqa, major, new) for major in (8, 9, 10)] == [16, 16, 16]
+    assert [default_block_size(mla, major, new) for major in (8, 9, 10, 12, None)] == [16, 16, 32, 16, 16]
+    assert [default_block_size(gqa, major, new) for major in (8, 9, 10)] == [16, 16, 16]
 
 
 def test_the_blackwell_mla_block_size_says_no_log_checks_it():

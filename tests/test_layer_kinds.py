@@ -49,7 +49,7 @@ def test_specs_are_values():
     # models.model.layer_runs reads the fields with asdict
     assert asdict(SLIDING) == {"kv_heads": 8, "head_dim": 128, "window": 4096, "value_dim": None}
     assert asdict(CHUNKED) == {"kv_heads": 8, "head_dim": 128, "chunk": 8192}
-    assert asdict(MLA) == {"latent_dim": 576} and asdict(STATE) == {"state_bytes": 5 * 2**20}
+    assert asdict(MLA) == {"latent_dim": 576, "nope_head_dim": None} and asdict(STATE) == {"state_bytes": 5 * 2**20}
 
 
 def test_as_full_is_what_a_flat_pool_holds():

@@ -93,13 +93,15 @@ def test_vllm_fp8_is_the_ds_mla_layout() -> None:
 
 
 def test_sparse_block_size_is_forced_to_64() -> None:
-    # Blackwell gives dense MLA 32-token blocks from v0.18 (FlashInfer MLA's smallest) and 128 before (CUTLASS MLA);
-    # the sparse backend takes 64 whatever is asked
+    # Blackwell gives dense MLA 32-token blocks from v0.18 (FlashInfer MLA's smallest), FlashInfer MLA's forced 64 in
+    # 0.15-0.17 for DeepSeek's qk_nope_head_dim of 128 and CUTLASS MLA's 128 before (platforms/cuda.py); the sparse
+    # backend takes 64 unless asked for a multiple of it (from v0.18, tests/test_vllm_blocks_issue18.py)
     assert estimate(V32, gpu="b200", tensor_parallel_size=8).engine.block_size == 64
     assert estimate(V32, gpu="h200", tensor_parallel_size=8, block_size=16).engine.block_size == 64
     assert estimate("deepseek-ai/DeepSeek-V3", gpu="b200", tensor_parallel_size=8).engine.block_size == 32
-    assert estimate("deepseek-ai/DeepSeek-V3", gpu="b200", tensor_parallel_size=8,
-                    engine_version="0.17").engine.block_size == 128
+    for version, block in (("0.17", 64), ("0.14", 128)):
+        assert estimate("deepseek-ai/DeepSeek-V3", gpu="b200", tensor_parallel_size=8,
+                        engine_version=version).engine.block_size == block
 
 
 def test_sglang_cell_matches_its_v32_log() -> None:

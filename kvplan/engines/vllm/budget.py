@@ -10,6 +10,7 @@ from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
+from kvplan.engines.vllm.blocks import kv_block_size
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile
@@ -20,7 +21,6 @@ from kvplan.engines.vllm.releases import (
     HYBRID_ALLOCATOR_FROM,
     IN_FLIGHT_TOKENS_FROM,
     LATEST,
-    MLA_BLOCK_FROM_BACKEND,
     NULL_BLOCK_HELD_FROM,
     PAGED_STATES_FROM,
     PREFIX_CACHED_STATES_FROM,
@@ -41,7 +41,6 @@ from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
 from kvplan.weights import ExpertPlacement
 
-BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # --block-size choices
 # The state kinds whose prefixes mamba_cache_mode "align" caches: Mamba-2 and Gated DeltaNet (their layers'
 # get_kv_cache_spec hands vLLM a MambaSpec in align mode); the others hold one block per request.
 PREFIX_CACHED_STATE_KINDS = frozenset({"mamba2", "gdn"})
@@ -103,23 +102,6 @@ def captures_full_graphs(spec: ModelSpec, dep: Deployment) -> bool:
     config/vllm.py OPTIMIZATION_LEVEL_01), nor with chunked local attention, whose ChunkedLocalAttention backend
     has AttentionCGSupport.NEVER ("setting cudagraph_mode=PIECEWISE")."""
     return dep.optimization_level != 1 and not any(layer.attention_chunk for layer in spec.layers)
-
-
-def default_block_size(spec: ModelSpec, major: int | None, version: tuple[int, int] = (0, 0)) -> int:
-    """The KV block size when --block-size is not given: 16, or what the MLA backend vLLM picks for the GPU takes."""
-    if not any(layer.latent_cache for layer in spec.layers) or major is None:
-        return 16
-    if version >= MLA_BLOCK_FROM_BACKEND:
-        # the backend is chosen first and its preferred size taken (Platform.update_block_size_for_backend:
-        # 16 where supported, else its smallest): FLASH_ATTN_MLA on SM90 and TRITON_MLA off Blackwell datacenter
-        # take 16; FlashInfer MLA, first on SM100, supports 32 and 64 and takes 32 (it accepts a qk_nope_head_dim
-        # of 64, 128 or 192, DeepSeek's being 128; CUTLASS MLA's 128 for the others is not modelled)
-        return 32 if major == 10 else 16
-    if major == 10:
-        return 128  # CUTLASS MLA on Blackwell datacenter (SM100)
-    if major == 9:
-        return 64  # "Forcing kv cache block size to 64 for FlashMLA backend" on Hopper
-    return 16  # TRITON_MLA: consumer Blackwell (SM120) and older GPUs
 
 
 def hybrid_kv_manager(spec: ModelSpec, dep: Deployment, version: tuple[int, int]) -> bool:
@@ -291,9 +273,6 @@ class Vllm(PoolRules):
 
     def settings(self, target: PlanInput) -> EngineSettings:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
-        if dep.block_size is not None and dep.block_size not in BLOCK_SIZES:
-            raise KvplanError(f"invalid choice {dep.block_size} (choose from {', '.join(map(str, BLOCK_SIZES))})",
-                              dep.where("block_size"))
         version = dep.engine_version or LATEST
         era = era_of(version, dep.where("engine_version"))
         max_model_len = common.check_max_model_len(spec, dep)
@@ -310,9 +289,7 @@ class Vllm(PoolRules):
         runner = model_runner(spec, dep, gpu, wanted)
         return EngineSettings(
             "vllm", self.label, self.kv_log, version, dep.gpu_memory_utilization or era.default_utilization,
-            # DeepSeek sparse attention: platforms/cuda.py check_and_update_config, "Forcing kv cache block size to
-            # 64 for FlashMLASparse backend" (v0.11+), whatever --block-size says
-            common.kernel_block_size(spec) or dep.block_size or default_block_size(spec, gpu.compute_major, wanted),
+            kv_block_size(spec, dep, gpu.compute_major, wanted),
             max_model_len,
             seqs, tokens, expert_placement=placement,
             auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
@@ -390,7 +367,8 @@ class Vllm(PoolRules):
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
                 and any(layer.latent_cache for layer in spec.layers)):
             notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "
-                         "(FlashInfer MLA from v0.18, CUTLASS MLA before); no startup log checks it")
+                         "(FlashInfer MLA from v0.18, and from v0.15 where qk_nope_head_dim is 128; CUTLASS MLA "
+                         "otherwise); no startup log checks it")
         rope = rope_cache_bytes(target)
         if rope >= MiB and target.deployment.weights_memory_bytes is None:
             tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)

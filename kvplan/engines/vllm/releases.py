@@ -35,6 +35,13 @@ PREFIX_CACHED_STATES_FROM = (0, 20)
 # chosen, so Hopper's FLASH_ATTN_MLA (first since vllm#27363) pages MLA in 16-token blocks, not FlashMLA's 64, as the
 # v0.19 H100 log of DeepSeek-V2-Lite shows (data/calibration.yaml L01: 94,097 blocks x 16 = 1,505,552 tokens).
 MLA_BLOCK_FROM_BACKEND = (0, 18)
+# vLLM 0.18.0 config/cache.py: block_size SkipValidation[int] (0.17.0: Literal[1, 8, 16, 32, 64, 128, 256]); the
+# attention backend keeps any multiple of its kernel block (v1/attention/backend.py supports_block_size;
+# engines/vllm/blocks.py, issue 18 section 2.10)
+ANY_BLOCK_SIZE_FROM = (0, 18)
+# vLLM 0.15.0 platforms/cuda.py check_and_update_config: FlashInfer MLA, 64-token blocks, on SM100 where
+# qk_nope_head_dim is 128 (0.14.0: CUTLASS MLA, 128; issue 18 section 2.9)
+FLASHINFER_MLA_FROM = (0, 15)
 # DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) turned "auto" into fp8_ds_mla in
 # v0.11.0 (PR #25988); later code turns only fp8* into it. The first release without it is not known; 0.12 is taken.
 SPARSE_FP8_DEFAULT_IN = (0, 11)
@@ -182,6 +189,10 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(HYBRID_ALLOCATOR_FROM, "sliding-window and full layers in groups of their own (0.9.2; 0.8.5 "
                                   "unify_hybrid_kv_cache_specs makes them full)"),
     Change(SM100_CAPTURE_1024_FROM, "the largest default capture size is 1,024 on SM100 (0.28.0 config/vllm.py)"),
+    Change(FLASHINFER_MLA_FROM, "FlashInfer MLA and 64-token blocks on SM100 for qk_nope_head_dim 128 (0.15.0 "
+                                "platforms/cuda.py)"),
+    Change(ANY_BLOCK_SIZE_FROM, "any --block-size > 0 that a backend's kernel block divides (0.18.0 "
+                                "config/cache.py, v1/attention/backend.py supports_block_size)"),
     Change(V2_DEFAULT_FROM, "Model Runner V2 by default for DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0 "
                             "config/vllm.py; 0.25: every model without experts, 0.29: every model; runner.py), "
                             "and V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py)"),
