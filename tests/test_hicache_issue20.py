@@ -40,3 +40,10 @@ def test_the_flags_as_sglang_spells_them():
     assert result.returncode == 0, result.stderr
     assert '"offload_tokens": ' + str(plan().capacity.tokens * 3 + 1) in result.stdout
     assert "accepted but not modelled (host-memory KV tier" not in result.stdout
+
+
+def test_the_host_memory_is_each_ranks_pool():
+    # HostKVCache per rank: 1,743,862 tokens x 57,344 B = 100,000,022,528 B; at TP 2 two ranks of half the bytes each
+    assert plan(enable_hierarchical_cache=True, hicache_size=100).capacity.offload_host_bytes == 100_000_022_528
+    two = plan(enable_hierarchical_cache=True, hicache_size=100, tensor_parallel_size=2)
+    assert two.capacity.offload_host_bytes == (100 * 10**9 // (PER_TOKEN // 2) + 1) * (PER_TOKEN // 2) * 2
