@@ -127,3 +127,15 @@ def test_qwen3_vl_tower_weights_by_hand():
     spec = resolve("Qwen/Qwen3-VL-8B-Instruct")
     assert spec.params.vision == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 40_119_040 + 3 * 40_125_952
     assert spec.params.total == 8_767_123_696 and spec.params.exact
+
+
+def test_text_only_run_does_not_load_the_vision_tower():
+    # interfaces.py _mark_tower_model: with every modality of the tower at 0 vLLM builds no tower, so its
+    # 676,550,144 parameters (Qwen2.5-VL-7B's visual module) x 2 B are not in the weights; a limit above 0 keeps it.
+    off = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"image": 0, "video": 0})
+    on = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"image": 0, "video": 1})
+    assert on.memory.weights_bytes - off.memory.weights_bytes == 676_550_144 * 2
+    # Gemma 3's tower serves images only: image 0 alone skips it
+    gemma = _plan("google/gemma-3-27b-it", limit_mm_per_prompt={"image": 0})
+    plain = _plan("google/gemma-3-27b-it")
+    assert plain.memory.weights_bytes - gemma.memory.weights_bytes == 423_060_336 * 2

@@ -38,6 +38,8 @@ class Item:
 class Processor:
     """A family's processor (vLLM's <Model>ProcessingInfo): the largest item of each modality it supports."""
 
+    modalities: tuple[str, ...] = ("image", "video")  # those its vision tower serves
+
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         raise NotImplementedError
@@ -46,6 +48,8 @@ class Processor:
 class Gemma3(Processor):
     """model_executor/models/gemma3_mm.py: images only, mm_tokens_per_image soft tokens each (Gemma3Config's
     default 256) without pan-and-scan (its image processor's default; with it, more crops, not modelled)."""
+
+    modalities = ("image",)
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
@@ -201,6 +205,17 @@ def count(given: dict[str, Any], modality: str, language_only: bool) -> int:
         return 0
     value = given.get(modality, UNNAMED_LIMIT)
     return int(value.get("count", UNNAMED_LIMIT) if isinstance(value, dict) else value)
+
+
+def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
+    """model_executor/models/interfaces.py _mark_tower_model: a tower whose modalities all have a limit of 0
+    (--limit-mm-per-prompt, --language-model-only) is not built, so its weights are not loaded."""
+    if spec.tower is None or not spec.params.vision:
+        return False
+    processor = PROCESSORS.get(spec.architecture)
+    modalities = processor.modalities if processor else ("image", "video")
+    given = limits(dep)
+    return all(count(given, m, bool(dep.language_model_only)) == 0 for m in modalities)
 
 
 def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_num_seqs: int,
