@@ -139,3 +139,19 @@ def test_text_only_run_does_not_load_the_vision_tower():
     gemma = _plan("google/gemma-3-27b-it", limit_mm_per_prompt={"image": 0})
     plain = _plan("google/gemma-3-27b-it")
     assert plain.memory.weights_bytes - gemma.memory.weights_bytes == 423_060_336 * 2
+
+
+def test_bidirectional_vision_needs_one_item_in_the_batch():
+    # Gemma 4's use_bidirectional_attention "vision" makes vLLM force --disable-chunked-mm-input (platforms/cuda.py;
+    # the Y13 log: "Forcing --disable_chunked_mm_input for models with multimodal-bidirectional attention"), and
+    # compute_mm_encoder_budget then refuses an item larger than the batch: a 2,496-token video over 2,048.
+    entry = {**Y13, "max_num_batched_tokens": 2048}
+    with pytest.raises(KvplanError, match=r"max_tokens_per_mm_item \(2496\) is larger than max_num_batched_tokens"):
+        calibration.vllm_plan(entry)
+    # with videos off the largest item is a 280-token image: 2,048 // 280 = 7 images
+    plan = calibration.vllm_plan({**entry, "limit_mm_per_prompt": {"image": 4, "video": 0}})
+    assert plan.engine.encoder_cache_tokens == 2048
+    assert plan.memory.encoder_bytes == 7 * 280 * 5376 * 2
+    # Qwen2.5-VL attends causally: its 16,384-token image is chunked into a 2,048-token batch
+    qwen = _plan("Qwen/Qwen2.5-VL-7B-Instruct", max_num_batched_tokens=2048, limit_mm_per_prompt={"video": 0})
+    assert qwen.engine.encoder_cache_tokens == 16384

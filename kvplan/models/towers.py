@@ -21,6 +21,7 @@ class VisionTower:
     tokens_per_image: int  # a fixed soft-token count per image (Gemma 3 mm_tokens_per_image, Gemma 4), 0 if none
     output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
     has_audio: bool
+    bidirectional: bool  # text_config use_bidirectional_attention "vision": image tokens attend both ways (Gemma 4)
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -38,4 +39,5 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         temporal_patch_size=vision.optional_int("temporal_patch_size") or 0,
         pooling_kernel_size=vision.optional_int("pooling_kernel_size") or 1,
         image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
-        output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None)
+        output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None,
+        bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision")

@@ -40,6 +40,11 @@ class Processor:
 
     modalities: tuple[str, ...] = ("image", "video")  # those its vision tower serves
 
+    def prefix_lm(self, tower: VisionTower) -> bool:
+        """Whether vLLM forces --disable-chunked-mm-input (platforms/cuda.py, for a model_config.is_mm_prefix_lm:
+        transformers_utils/model_arch_config_convertor.py), so one item must fit max_num_batched_tokens."""
+        return False
+
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         raise NotImplementedError
@@ -50,6 +55,9 @@ class Gemma3(Processor):
     default 256) without pan-and-scan (its image processor's default; with it, more crops, not modelled)."""
 
     modalities = ("image",)
+
+    def prefix_lm(self, tower: VisionTower) -> bool:
+        return True  # gemma3 is in MM_PREFIX_LM_MODELS
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
@@ -67,6 +75,9 @@ class Gemma4(Processor):
     """model_executor/models/gemma4_mm.py get_mm_max_tokens_per_item: an image takes default_output_length soft
     tokens (or mm_processor_kwargs max_soft_tokens, one of 70...1120); a video 32 frames (fewer where
     limit_mm_per_prompt's video num_frames says so) of 70 soft tokens and 8 text tokens each."""
+
+    def prefix_lm(self, tower: VisionTower) -> bool:
+        return tower.bidirectional  # Gemma4ModelArchConfigConvertor: use_bidirectional_attention "vision"
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
@@ -230,6 +241,11 @@ def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_nu
     if not enabled:
         return None
     modality, item = max(enabled.items(), key=lambda pair: (pair[1].tokens, pair[0]))
+    if processor.prefix_lm(spec.tower) and item.tokens > max_num_batched_tokens:
+        # compute_mm_encoder_budget's own refusal (v1/core/encoder_cache_manager.py)
+        raise KvplanError(f"Chunked MM input disabled but max_tokens_per_mm_item ({item.tokens}) is larger than "
+                          f"max_num_batched_tokens ({max_num_batched_tokens}). Please increase "
+                          "max_num_batched_tokens.", dep.where("max_num_batched_tokens"))
     budget = max(max_num_batched_tokens, item.tokens)
     per_prompt = max(1, min(count(given, modality, False), max_model_len // item.tokens))
     seqs = max_num_seqs if dep.enable_chunked_prefill is not False else min(
