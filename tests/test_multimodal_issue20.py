@@ -155,3 +155,14 @@ def test_bidirectional_vision_needs_one_item_in_the_batch():
     # Qwen2.5-VL attends causally: its 16,384-token image is chunked into a 2,048-token batch
     qwen = _plan("Qwen/Qwen2.5-VL-7B-Instruct", max_num_batched_tokens=2048, limit_mm_per_prompt={"video": 0})
     assert qwen.engine.encoder_cache_tokens == 16384
+
+
+def test_llama4_image_of_sixteen_tiles_and_the_global_one():
+    # mllama4.py: a 16:1 dummy image of max_patches 16 tiles of 336 px, each (336 / 14)^2 / (1 / 0.5^2) = 144
+    # patches after pixel shuffle, and the global tile: 17 x 144 = 2,448 tokens; 8,192 // 2,448 = 3 items, as a
+    # public Llama-4-Scout TP 8 log prints ("budget of 8192 tokens, and profiled with 3 image items", stored
+    # id 14030680623).
+    plan = _plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", tensor_parallel_size=4)
+    assert plan.engine.encoder_cache_tokens == 8192
+    assert plan.memory.encoder_bytes == 3 * 17 * 144 * 5120 * 2
+    assert any("3 image item(s) of 2,448 tokens" in note for note in plan.notes)

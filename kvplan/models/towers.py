@@ -17,6 +17,7 @@ class VisionTower:
     merge_size: int  # spatial_merge_size: patches merged into one token per side (Qwen-VL), 0 where not given
     temporal_patch_size: int  # frames per temporal patch (Qwen-VL), 0 where not given
     pooling_kernel_size: int  # patches pooled into one soft token per side (Gemma 4), 1 where none
+    shuffle_factor: int  # patches folded into one token by pixel shuffle, 1 / pixel_shuffle_ratio^2 (Llama 4), 1 if none
     image_size: int  # the tower's square input side, 0 where images are resized by pixel count
     tokens_per_image: int  # a fixed soft-token count per image (Gemma 3 mm_tokens_per_image, Gemma 4), 0 if none
     output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
@@ -38,6 +39,16 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         patch_size=vision.integer("patch_size", 14), merge_size=vision.optional_int("spatial_merge_size") or 0,
         temporal_patch_size=vision.optional_int("temporal_patch_size") or 0,
         pooling_kernel_size=vision.optional_int("pooling_kernel_size") or 1,
+        shuffle_factor=_shuffle_factor(vision),
         image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
         output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None,
         bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision")
+
+
+def _shuffle_factor(vision: ConfigFields) -> int:
+    ratio = vision.number("pixel_shuffle_ratio")
+    if ratio is None:
+        return 1
+    if not 0 < ratio <= 1:
+        raise vision.fail("pixel_shuffle_ratio", f"must be in (0, 1], got {ratio:g}")
+    return round(1 / ratio**2)

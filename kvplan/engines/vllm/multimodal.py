@@ -91,6 +91,27 @@ class Gemma4(Processor):
                 "video": Item(frames * (GEMMA4_FRAME_TOKENS + GEMMA4_FRAME_TEXT), frames * GEMMA4_FRAME_TOKENS)}
 
 
+LLAMA4_MAX_PATCHES = 16  # Llama4ImageProcessor max_patches (the checkpoints' preprocessor_config.json)
+
+
+class Llama4(Processor):
+    """model_executor/models/mllama4.py: images only, no maximum of its own, so MultiModalBudget counts the
+    embeddings of its dummy image (get_mm_max_toks_per_item): an image of max_patches tiles in a column
+    (get_image_size_with_most_features, 16:1), each tile (image_size / patch)^2 / pixel-shuffle patches
+    (get_patch_per_chunk), plus the global tile a many-tile image gets (transformers Llama4Processor)."""
+
+    modalities = ("image",)
+
+    def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
+              max_model_len: int) -> dict[str, Item]:
+        tiles = kwargs.get("max_patches", (kwargs.get("images_kwargs") or {}).get("max_patches", LLAMA4_MAX_PATCHES))
+        if not isinstance(tiles, int) or isinstance(tiles, bool) or tiles < 1:
+            raise KvplanError(f"max_patches must be a positive integer, got {tiles!r:.40}", "--mm-processor-kwargs")
+        per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
+        tokens = (tiles + (1 if tiles > 1 else 0)) * per_tile
+        return {"image": Item(tokens, tokens)}
+
+
 QWEN2_VL_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO
 QWEN_ASPECT = 200  # the most elongated grid get_image_size_with_most_features tries
 # the Qwen-VL vision configs' defaults where config.json leaves them out (transformers Qwen2VLVisionConfig,
@@ -170,6 +191,7 @@ class Qwen3VL(QwenVL):
 PROCESSORS: dict[str, Processor] = {
     "Gemma3ForConditionalGeneration": Gemma3(),
     "Gemma4ForConditionalGeneration": Gemma4(),
+    "Llama4ForConditionalGeneration": Llama4(),
     "Qwen2VLForConditionalGeneration": QwenVL(),
     "Qwen2_5_VLForConditionalGeneration": QwenVL(),
     "Qwen3VLForConditionalGeneration": Qwen3VL(),
