@@ -15,6 +15,7 @@ from kvplan.models.layers import (
     ChunkedLocal,
     FullAttention,
     GatedDeltaNetState,
+    IndexedAttention,
     IndexerSharingLatentAttention,
     LatentAttention,
     Layer,
@@ -194,7 +195,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
         indexer = _sparse_indexer(lm, latent_dim)
         if indexer is None:
-            return [LatentAttention(latent_dim, lm.optional_int("qk_nope_head_dim"))] * num_layers
+            return [LatentAttention(latent_dim)] * num_layers
         return _indexer_sharing(lm, indexer, num_layers)
 
     head_dim = _head_dim(lm, hidden, heads)
@@ -209,6 +210,9 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     kinds = lm.data.get("attn_type_list")
     if isinstance(kinds, list) and kinds and all(kind == 1 for kind in kinds):
         lm.array("attn_type_list")  # MiniMax-M2.x: 1 marks softmax attention in every layer, as full attention
+    indexed = _sparse_attention(lm, num_layers, full)
+    if indexed is not None:
+        return indexed
     hybrid = lm.array("hybrid_layer_pattern")
     if hybrid is not None:
         return _from_hybrid_pattern(lm, hybrid, num_layers, full)
@@ -249,6 +253,36 @@ def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
     # v_head_dim: V's own head dim (MiMo-V2-Flash; vLLM 0.33.0 mimo_v2.py MiMoV2Attention, head_size_v)
     return FullAttention(lm.integer("num_global_key_value_heads", kv), lm.integer("global_head_dim", head_dim),
                          lm.optional_int("v_head_dim"))
+
+
+INDEX_KEY_BYTES = 2  # vLLM 0.33.0 attention_config indexer_kv_dtype 'auto' -> 'bf16' (models/minimax_m3 model.py)
+
+
+def _sparse_attention(lm: ConfigFields, num_layers: int, full: FullAttention) -> list[Layer] | None:
+    """MiniMax-M3: sparse_attention_freq[i] != 0 gives layer i a sparse-attention indexer whose key is cached beside
+    its K and V (vLLM 0.33.0 models/minimax_m3/nvidia/model.py _sparse_attention_layer_ids; layers.IndexedAttention),
+    the others full attention. Refused by name: a sparse layer that keeps its index value (sparse_disable_index_value
+    0; vLLM builds no index V, SGLang 0.5.23 would cache one) and a sparse block other than the kernels' 128."""
+    if lm.mapping("sparse_attention_config") is None:
+        return None
+    sparse = lm.nested("sparse_attention_config")
+    assert sparse is not None
+    freq = sparse.array("sparse_attention_freq")
+    if freq is None:
+        return None
+    if len(freq) != num_layers:
+        raise sparse.fail("sparse_attention_freq", f"has {len(freq)} entries for {num_layers} layers")
+    block = sparse.integer("sparse_block_size", IndexedAttention.kernel_block_size)
+    if block != IndexedAttention.kernel_block_size:
+        raise sparse.fail("sparse_block_size", f"({block}) is not modelled: the engines' sparse kernels read "
+                                               f"{IndexedAttention.kernel_block_size}-token blocks")
+    keep_value = sparse.array("sparse_disable_index_value") or []
+    for index, entry in enumerate(freq):
+        if entry and not (index < len(keep_value) and keep_value[index]):
+            raise sparse.fail("sparse_disable_index_value", f"is 0 for sparse layer {index}: an index value cache "
+                                                            "is not modelled")
+    layer = IndexedAttention(full, sparse.integer("sparse_index_dim"), INDEX_KEY_BYTES)
+    return [layer if entry else full for entry in freq]
 
 
 def _from_hybrid_pattern(lm: ConfigFields, pattern: list[Any], num_layers: int, full: FullAttention) -> list[Layer]:

@@ -5,7 +5,7 @@ rule counts its mixer."""
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -46,6 +46,8 @@ class MixerCounter(Protocol):
                      sliding: bool = False) -> int: ...
 
     def latent_attention(self, indexer: bool = True) -> int: ...
+
+    def index_branch(self, index_dim: int) -> int: ...
 
     def state_mixer(self) -> int: ...
 
@@ -298,6 +300,66 @@ class ChunkedLocal(_KeyValueHeads):
         return f"chunked local {self.chunk}, {self.kv_heads} KV heads x {self.head_dim}"
 
 
+@dataclass(frozen=True)
+class IndexedAttention(_OneMixer):
+    """Full attention with a sparse-attention indexer's key cached beside it (MiniMax-M3's sparse_attention_config
+    layers). vLLM 0.33.0 models/minimax_m3/nvidia/model.py MiniMaxM3SparseAttention registers its K and V as a
+    FullAttentionSpec, and its MiniMaxM3Indexer (common/indexer.py MiniMaxM3IndexerCache) one key of
+    sparse_index_dim per token: a single head replicated on every rank (an MLAAttentionSpec of one head), in
+    bfloat16 whatever the KV cache dtype (attention_config indexer_kv_dtype 'auto' -> 'bf16'; SGLang 0.5.23
+    mem_cache/memory_pool.py MiniMaxSparseKVPool keeps it in the model dtype). The sparse kernels read pages of one
+    128-token sparse block (the backends' get_supported_kernel_block_sizes). Its kind is 'full': vLLM keeps these
+    specs and the dense layers' in one uniform-type group whose block costs the sum of their pages (never
+    equalised through the block size)."""
+
+    attention: FullAttention
+    index_dim: int
+    index_bytes: int  # the index key's element size
+    kind: ClassVar[str] = "full"
+    holds_kv: ClassVar[bool] = True
+    has_mlp: ClassVar[bool] = True
+    drops_old_tokens: ClassVar[bool] = False
+    kernel_block_size: ClassVar[int | None] = 128
+
+    @property
+    def kv_heads(self) -> int:
+        return self.attention.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.attention.head_dim
+
+    def heads_per_rank(self, tp: int) -> int:
+        return self.attention.heads_per_rank(tp)
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return self.attention.bytes_per_token(kv_bytes, tp) + self.index_dim * self.index_bytes
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return block_size * self.bytes_per_token(kv_bytes, tp)
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        return (*self.attention.page_tensors(block_size, kv_bytes, tp),
+                PageTensor("index_k", (block_size, self.index_dim), self.index_bytes))
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return cdiv(context, block_size)
+
+    def as_full(self) -> IndexedAttention:
+        return self
+
+    def describe(self) -> str:
+        return f"{self.attention.describe()} + index key {self.index_dim}"
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        total = layers * self.page_bytes(block_size, kv_bytes, tp)
+        return (f"{layers} layers x {block_size} tokens x ({self.attention.bytes_per_token(kv_bytes, tp)} B K and V "
+                f"+ {self.index_dim} x {self.index_bytes} B index key) = {total:,} B")
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return self.attention.mixer_params(counter) + counter.index_branch(self.index_dim)
+
+
 class _Latent(_OneMixer):
     """Arithmetic of the MLA kinds: one latent per token, whole on every tensor-parallel rank, every token kept.
     Holds no data, like _KeyValueHeads."""
@@ -335,8 +397,6 @@ class LatentAttention(_Latent):
     and the same latent is kept whole on every tensor-parallel rank."""
 
     latent_dim: int
-    # qk_nope_head_dim, which picks vLLM's Blackwell MLA backend (engines/vllm/blocks.py); not part of the cache
-    nope_head_dim: int | None = field(default=None, compare=False)
     kind: ClassVar[str] = "mla"
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:

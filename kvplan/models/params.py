@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.models import tower_params
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
 from kvplan.models.layers import Layer, Mamba2State
@@ -165,6 +164,15 @@ class _Mixers:
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
                 + heads * v_dim * hidden + (self._sparse_indexer(q_lora or hidden) if indexer else 0))
 
+    def index_branch(self, index_dim: int) -> int:
+        """MiniMax-M3's sparse layers (vLLM 0.33.0 models/minimax_m3/nvidia/model.py MiniMaxM3SparseAttention):
+        index_q (sparse_num_index_heads x index_dim) and index_k (one shared head) fused into qkv_proj, and their two
+        RMSNorms of index_dim; index_v and index_o are never built (sparse_disable_index_value)."""
+        sparse = self.lm.nested("sparse_attention_config")
+        heads = sparse.integer("sparse_num_index_heads") if sparse is not None else 1
+        self.loose += 2 * index_dim
+        return self.hidden * (heads + 1) * index_dim + 2 * index_dim
+
     def _sparse_indexer(self, q_input: int) -> int:
         """DeepSeek-V3.2's lightning indexer beside MLA: query and key projections, a LayerNorm on the key
         and per-head weights."""
@@ -306,9 +314,6 @@ def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
     vision = top.nested("vision_config")
     if vision is None:
         return 0, True
-    exact = tower_params.count(top, vision, text_hidden)
-    if exact is not None:
-        return exact, True
     # Kimi-K2.5 / K3's MoonViT names its sizes vt_* (vLLM 0.33.0 transformers_utils/configs/kimi_k3.py)
     hidden = vision.integer(("hidden_size", "embed_dim", "vt_hidden_size"))
     depth = vision.integer(("num_hidden_layers", "depth", "vt_num_hidden_layers"))
