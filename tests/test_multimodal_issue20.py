@@ -166,3 +166,18 @@ def test_llama4_image_of_sixteen_tiles_and_the_global_one():
     assert plan.engine.encoder_cache_tokens == 8192
     assert plan.memory.encoder_bytes == 3 * 17 * 144 * 5120 * 2
     assert any("3 image item(s) of 2,448 tokens" in note for note in plan.notes)
+
+
+def test_explain_checks_the_logged_encoder_budget():
+    # Y13's own lines (tests/fixtures/explain/SOURCES.md): explain replays its 28.41 GiB and sets kvplan's encoder
+    # budget (8,192: the 2,496-token video under 8,192 batched tokens) against the logged 8192.
+    from pathlib import Path
+
+    from kvplan.explain import explain
+
+    log = Path(__file__).parent / "fixtures" / "explain" / "gemma-4-31b-it-rtxpro6000-v0.23-y13.log"
+    model = Path(calibration.MODELS) / "gemma-4-31b-it.json"
+    result = explain(log.read_text(encoding="utf-8"), model=str(model), gpu="rtx-pro-6000-blackwell")
+    checks = {check.figure: check for check in result.checks}
+    assert checks["encoder_cache_tokens"].logged == 8192 and checks["encoder_cache_tokens"].matches
+    assert checks["tokens"].matches

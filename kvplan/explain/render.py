@@ -13,7 +13,7 @@ TERM_LABELS = {"total": "total", "budget": "budget (x utilization)", "weights": 
                "kv_cache": "KV cache"}
 FIGURE_LABELS = {"num_blocks": "blocks", "tokens": "tokens", "max_concurrency": "concurrency",
                  "block_size": "block size", "padding_layers": "padding layers", "offload_tokens": "CPU tier tokens",
-                 "offload_host_bytes": "CPU tier host"}
+                 "offload_host_bytes": "CPU tier host", "encoder_cache_tokens": "encoder budget"}
 
 
 def _gib(value: int | None) -> str:
