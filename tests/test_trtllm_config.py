@@ -193,3 +193,32 @@ def test_attention_dp_keeps_every_kv_head_on_every_rank(tmp_path):
     assert from_file.layout.bytes_per_token == 57_344
     off = write(tmp_path, "tensor_parallel_size: 4\nenable_attention_dp: false\n", "off.yaml")
     assert plan_of(pasted("--config", off)).layout.bytes_per_token == 14_336
+
+
+def test_lora_device_cache_comes_out_of_the_kv_memory(tmp_path):
+    # Qwen2.5-7B (hidden 3,584, 28 heads / 4 KV heads of 128, MLP 18,944) on an H100, TP 1, max_seq_len 32,768.
+    # Each module's one-rank size is in + out (runtime/loraModule.cpp createLoraModules): attn_q 3,584 + 3,584 =
+    # 7,168, attn_k and attn_v 3,584 + 512 = 4,096, attn_dense 7,168, mlp_h_to_4h, mlp_gate and mlp_4h_to_h
+    # 3,584 + 18,944 = 22,528: page width 4,096, largest 22,528 (ceil 6 widths). max_loras 4, rank 64
+    # (_util.py create_py_executor_instance): 64 x 28 layers x 7 modules x 4 = 50,176 module layers x 6 =
+    # 301,056 slots; a page holds max(8 x (2 + 1 + 1 + 2 + 6 + 6 + 6) x 28, ceil(64 x 22,528 / 4,096)) = 5,376
+    # (peftCacheManager.cpp getPageManagerConfig): 56 pages x 5,376 x 4,096 x 2 B = 2,466,250,752 B, allocated
+    # before the KV cache is sized. Free 85,018,877,624 - 17,697,483,776 - 1,107,296,256 - 116,785,152 - 654,982,512
+    # = 65,442,329,928 x 0.9f = 58,898,095,374 // 57,344 = 1,027,101 -> 32,096 blocks = 1,027,072 tokens.
+    config = write(tmp_path, "lora_config:\n  max_lora_rank: 64\n  max_loras: 4\n  max_cpu_loras: 4\n"
+                             "  lora_target_modules: [attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, mlp_gate,"
+                             " mlp_4h_to_h]\n")
+    plan = plan_of(pasted("--config", config, "--max_seq_len", "32768"))
+    assert plan.memory.weights_bytes == 15_231_233_024 + 2_466_250_752
+    assert plan.capacity.tokens == 1_027_072
+    # without max_loras: PeftCacheConfig.device_cache_percent 0.02 of the free 69,132,662,088 B (after weights and
+    # context) / (4,096 x 2) = 168,780 slots; q_proj and v_proj (attn_q, attn_v, attn_k added as missing):
+    # 7,168 / 4,096 / 4,096, a page max(8 x 4 x 28, ceil(64 x 7,168 / 4,096)) = 896 slots: 189 pages = 1,387,266,048 B
+    named = write(tmp_path, "enable_lora: true\nlora_config:\n  lora_target_modules: [q_proj, v_proj]\n", "hf.yaml")
+    assert plan_of(pasted("--config", named)).memory.weights_bytes == 15_231_233_024 + 1_387_266_048
+
+
+def test_lora_without_target_modules_is_refused(tmp_path):
+    config = write(tmp_path, "enable_lora: true\n")
+    with pytest.raises(KvplanError, match="takes the LoRA target modules from the adapters"):
+        plan_of(pasted("--config", config))

@@ -34,6 +34,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.trtllm.host_cache import host_tier
+from kvplan.engines.trtllm.lora import device_cache_bytes
 from kvplan.engines.trtllm.mamba import state_bytes_per_rank, state_intercept
 from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.errors import KvplanError
@@ -340,6 +341,9 @@ class TensorRtLlm(PoolRules):
                      last: bool) -> Memory:
         dep, gpu, rules = target.deployment, target.gpu, backend(target)
         activation, graphs = rules.before_kv(target, settings, last)
+        lora = device_cache_bytes(target.spec, dep, _element_bytes(target),
+                                  gpu.memory_bytes - weights_bytes - CUDA_CONTEXT_BYTES)
+        weights_bytes += lora  # the LoRA device cache is allocated before the KV cache is sized
         used = weights_bytes + activation + graphs + CUDA_CONTEXT_BYTES
         fraction = as_float32(settings.gpu_memory_utilization or FREE_FRACTION)
         available = max(rules.available(gpu.memory_bytes, used, fraction), 0)
@@ -379,6 +383,13 @@ class TensorRtLlm(PoolRules):
                          f"{dep.pipeline_parallel_size} + 1 requests, {states / GiB:.2f} GiB per rank, are taken "
                          "from the KV memory before any token (CppMambaHybridCacheManager's fixed cost, in the "
                          "reserve here): a smaller max_batch_size leaves more tokens")
+        lora = device_cache_bytes(target.spec, dep, _element_bytes(target),
+                                  target.gpu.memory_bytes - stages[-1].weights_bytes - CUDA_CONTEXT_BYTES)
+        if lora:
+            notes.append(f"LoRA device cache (lora_config, max_lora_rank {dep.max_lora_rank or 64}"
+                         + (f", max_loras {dep.max_loras}" if dep.max_loras is not None else
+                            ", 2% of the free memory without max_loras")
+                         + f"): {lora:,} B per rank, counted with the weights")
         if flash_mla_block(target):
             given = f" (not {dep.where('block_size')}'s {dep.block_size})" if dep.block_size not in (None, 64) else ""
             notes.append(f"64-token blocks{given}: MLA with a 576-wide latent runs FlashMLA on compute capability "

@@ -93,6 +93,7 @@ DIALECT = Dialect(
     extra_spellings={"block_size": ("tokens-per-block",), "model": ("model-path",),
                      "gpu_memory_utilization": ("kv-cache-free-gpu-mem-fraction",)},
     # kv_offloading_size: kv_cache_config.host_cache_size; attention_data_parallel_size: --enable_attention_dp
-    own_knobs=frozenset({"backend", "kv_offloading_size", "attention_data_parallel_size"}),
+    own_knobs=frozenset({"backend", "kv_offloading_size", "attention_data_parallel_size", "enable_lora",
+                         "max_lora_rank", "max_loras", "max_cpu_loras", "lora_target_modules"}),
     reads_words=attention_dp_words,
 )

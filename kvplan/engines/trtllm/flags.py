@@ -125,13 +125,19 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "moe_expert_parallel_size": "expert_parallel_size",
     "dtype": "dtype",
     "backend": "backend",
+    # LoRA (lora_helper.py LoraConfig; engines/trtllm/lora.py sizes the device cache)
+    "enable_lora": "enable_lora",
+    "lora_config.max_lora_rank": "max_lora_rank",
+    "lora_config.max_loras": "max_loras",
+    "lora_config.max_cpu_loras": "max_cpu_loras",
+    "lora_config.lora_target_modules": "lora_target_modules",  # a list; options.py joins it
 }
 
 # enable_attention_dp (a bool) is read by options.py into the attention_data_parallel_size knob.
 ATTENTION_DP_KEY = "enable_attention_dp"
 
 # Keys whose value is a mapping that kvplan reads key by key; every other mapping-valued key is taken whole.
-EXTRA_OPTIONS_SECTIONS: tuple[str, ...] = ("kv_cache_config",)
+EXTRA_OPTIONS_SECTIONS: tuple[str, ...] = ("kv_cache_config", "lora_config")
 
 # Keys that change GPU memory in ways kvplan does not model -> what changes. A mapping-valued key covers its keys.
 EXTRA_OPTIONS_NOTED: dict[str, str] = {
@@ -155,8 +161,6 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
     "pp_partition": "uneven pipeline stages",
     "speculative_config": "speculative decoding: draft model weights and KV",
     "decoding_config": "speculative decoding (deprecated form)",
-    "enable_lora": "LoRA adapters",
-    "lora_config": "LoRA adapters and their cache",
     "peft_cache_config": "LoRA adapter cache on the GPU",
     "sparse_attention_config": "sparse attention: KV kept per token changes",
     "cache_transceiver_config": "disaggregated serving: KV transfer buffers",
@@ -182,6 +186,8 @@ EXTRA_OPTIONS_INERT: tuple[str, ...] = (
     "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.onboard_blocks",
     "kv_cache_config.secondary_offload_min_priority", "kv_cache_config.event_buffer_max_size",
     "kv_cache_config.attention_dp_events_gather_period_ms",
+    "lora_config.lora_dir", "lora_config.lora_ckpt_source", "lora_config.trtllm_modules_to_hf_modules",
+    "lora_config.lora_weights_converters",
     "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",
     "tokenizer_revision", "gpus_per_node", "guided_decoding_backend", "batched_logits_processor",
     "iter_stats_max_iterations", "request_stats_max_iterations", "scheduler_config", "num_postprocess_workers",

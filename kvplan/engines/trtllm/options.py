@@ -79,6 +79,8 @@ def _set_knob(draft: Draft, name: str, value: Any, origin: str) -> None:
         return  # null: TensorRT-LLM's default
     if name in ("kv_cache_memory_bytes", "kv_offloading_size") and value == 0:
         return  # max_gpu_total_bytes 0 (its default) sets no cap; host_cache_size 0 no host pool
+    if name == "lora_target_modules" and isinstance(value, list):
+        value = ",".join(str(module) for module in value)
     if name == "kv_offloading_size":
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise KvplanError(f"expected a whole number of bytes, got {value!r}", origin)
