@@ -248,8 +248,15 @@ class TensorRtEngine:
     """A prebuilt TensorRT engine (the C++ executor, Triton's tensorrtllm backend): no profiling run. Its
     execution context is the activation memory TensorRT computed at build time for the max shapes
     (docs/source/reference/memory.md: close to max_num_tokens x a factor of the network); kvplan's layer estimate
-    for max_num_tokens stands in for it. The runtime buffers and decoder, sized by max_batch_size and max_seq_len
-    and printed by the engine, are not modelled."""
+    for max_num_tokens stands in for it. The runtime buffers and decoder, allocated before the KV cache is sized
+    (trtGptModelInflightBatching.cpp: createBuffers, then createDecoder, each printed as "[MemUsageChange]"), are
+    not modelled, and they grow with max_batch_size: runtime/decoderState.cpp reshapeBuffers holds, per sequence
+    slot, ids, parentIds, logProbs and logProbsTiled over max_seq_len (16 B a position) and an embedding bias over
+    the padded vocabulary; the sampling layers' workspaces (layers/penaltyLayer.cpp allocateWorkspace: batch x
+    vocabulary int32 for occurrence penalties; the top-k/top-p sorts) are batch x vocabulary too, their sort
+    buffers sized by CUB at run time. The T05 log (max_batch_size 4,096, max_seq_len 4,098, vocabulary 32,000)
+    prints 1.14 GB of runtime buffers and 4.35 GB of decoder, about 1.06 MB a slot; this is why kvplan's pool is
+    too large for engines built with a large max_batch_size."""
 
     name = "tensorrt"
     rounding = "rounded up to whole blocks"
