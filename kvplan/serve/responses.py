@@ -159,7 +159,8 @@ def size() -> type[BaseModel]:
         quantization=(Deployment, "quantization"), requests=(Option, "requests"), kv_tokens=(Option, "kv_tokens"),
         cost_per_hour=(Option, "cost_per_hour"), command=str, headroom=float,
         total_memory_bytes=(Option, "total_memory_bytes"), checkpoint=(WeightFormat, "checkpoint"),
-        meets=(Option, "meets"), limits=(Option, "limits"))
+        meets=(Option, "meets"), limits=(Option, "limits"), offload_tokens=(Option, "offload_tokens"),
+        host_memory_bytes=(Option, "host_bytes"))
     return shape("Size", "kvplan size --json (Sizing.to_dict).", target=listed(model(Target)),
                  options=listed(option), best_per_gpu=listed(option), closest=listed(option),
                  refused=(Sizing, "refusals"), searched=(Sizing, "searched"), planned=(Sizing, "planned"),
