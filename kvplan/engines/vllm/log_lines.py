@@ -196,8 +196,8 @@ KINDS: tuple[LineKind, ...] = (
             figure(r"profiled with " + COUNT + r" \w+ items", "capacity", "encoder_items", count)),
     # the native CPU KV tier's shared region, 0.33.0 v1/kv_offload/cpu/shared_offload_region.py: "Created mmap file
     # /dev/shm/vllm_offload_<engine>.mmap (68.72 GB)", num_chunks x the aligned chunk in 10^9 B
-    Figures(r"Created mmap file \S*vllm_offload",
-            figure(r"\(" + NUMBER + r" GB\)", "capacity", "offload_host_bytes", gb_bytes)),
+    Figures(r"Created mmap file \S*vllm_offload\S*\.mmap \(\d",
+            figure(r"\.mmap \(" + NUMBER + r" GB\)", "capacity", "offload_host_bytes", gb_bytes)),
     LmcacheConfig(),
 )
 
