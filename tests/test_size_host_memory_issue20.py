@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from kvplan.sizing import size
 
 NATIVE = 74_898 * 917_504  # 68,719,214,592 B
@@ -43,3 +45,19 @@ def test_a_bad_host_memory_is_one_line():
                              "16@32K", "--gpus", "h100", "--host-memory", "lots"], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "--host-memory" in result.stderr
+
+
+def test_the_http_api_takes_host_memory_as_the_cli_does():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from kvplan.serve.app import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "Qwen/Qwen2.5-7B", "target": ["16@32K"], "gpus": "h100", "max_gpus": 1, "host_memory": "32GiB",
+            "flags": {"kv_offloading_size": 64}}
+    answer = client.post("/api/size", json=body)
+    assert answer.status_code == 200, answer.text
+    assert not answer.json()["options"] and "64.0 GiB a node" in answer.json()["closest"][0]["limits"][-1]
+    bad = client.post("/api/size", json={**body, "host_memory": "lots"})
+    assert bad.status_code == 400 and bad.json()["field"] == "host_memory", bad.text

@@ -45,6 +45,7 @@ def size(request: Request) -> Answer:
     from kvplan.sizing import size_deployment
     from kvplan.sizing.prices import parse_price_flags
     from kvplan.sizing.targets import parse_targets
+    from kvplan.units import parse_size
 
     option = request.option
     targets = parse_targets(option("target") or [], request.flag_of("target"))
@@ -52,8 +53,11 @@ def size(request: Request) -> Answer:
     if not 1 <= top <= 1000:  # typer's min and max on --top
         raise ApiError(f"must be from 1 to 1000, got {top}", request.fields.get("--top", "top"))
     priced = parse_price_flags(option("price"), request.flag_of("price")) if option("price") else None
+    host = option("host_memory")
+    host_bytes = parse_size(host, request.flag_of("host_memory")) if host is not None else None
     sizing = size_deployment(request.deployment(), targets, option("gpus"), option("max_gpus"),
-                             option("gpus_per_node"), option("kv_cache_dtype"), option("quantization"), priced, None)
+                             option("gpus_per_node"), option("kv_cache_dtype"), option("quantization"), priced, None,
+                             host_bytes)
     return Answer(sizing.to_dict(top), 0 if sizing.found else 1)
 
 
