@@ -7,10 +7,11 @@ count, 999 where unnamed (config/multimodal.py get_limit_per_prompt), is above 0
 count to 0). compute_mm_encoder_budget (v1/core/encoder_cache_manager.py) makes the budget the larger of
 max_num_batched_tokens (SchedulerConfig's max_num_encoder_input_tokens and encoder_cache_size) and the largest
 item. profile_run (v1/worker/gpu_model_runner.py) then encodes the modality with the most tokens per item (ties
-to the later name in 0.23.0 and 0.33.0; 0.11.0's v1/worker/utils.py took the first, image), as many items as _get_max_items allows: budget // tokens per item, at most max_num_seqs x the
-items one prompt holds (its limit, and max_model_len // tokens per item, at least 1), at least 1; and it keeps
-their outputs in the encoder cache while the decoder's dummy run measures its own peak, so they add to it. The
-tower's own transient runs before that and is freed; it is not modelled (the note says so)."""
+to the later name in 0.23.0 and 0.33.0; 0.11.0's v1/worker/utils.py took the first, image), as many items as
+_get_max_items allows: budget // tokens per item, at most max_num_seqs x the items one prompt holds (its limit,
+and max_model_len // tokens per item, at least 1), at least 1; and it keeps their outputs in the encoder cache while
+the decoder's dummy run measures its own peak, so they add to it. The tower's own transient runs before that and is
+freed; it is not modelled (the note says so)."""
 
 from __future__ import annotations
 
