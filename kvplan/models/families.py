@@ -42,11 +42,12 @@ FAMILIES: dict[str, Family] = {
     "mixtral": LLAMA,
     "qwen2": Family(qkv_bias=True, exact=True),
     "qwen2_moe": Family(qkv_bias=True),
-    "qwen2_5_vl": Family(qkv_bias=True),
+    "qwen2_5_vl": Family(qkv_bias=True, exact=True),  # Qwen2.5-VL-7B's text model: Qwen2.5-7B's 7,615,616,512
     "qwen3": Family(qk_norm=True, exact=True),
     "qwen3_moe": Family(qk_norm=True, exact=True),
     "qwen3_next": Family(qk_norm=True),
     "qwen3_5_text": Family(qk_norm=True),
+    "qwen3_vl_text": Family(qk_norm=True, exact=True),  # Qwen3-VL-8B's text model: Qwen3-8B's 8,190,735,360
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
     # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
     "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True, rotary=False),

@@ -195,7 +195,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
         indexer = _sparse_indexer(lm, latent_dim)
         if indexer is None:
-            return [LatentAttention(latent_dim)] * num_layers
+            return [LatentAttention(latent_dim, lm.optional_int("qk_nope_head_dim"))] * num_layers
         return _indexer_sharing(lm, indexer, num_layers)
 
     head_dim = _head_dim(lm, hidden, heads)

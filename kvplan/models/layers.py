@@ -5,7 +5,7 @@ rule counts its mixer."""
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -397,6 +397,8 @@ class LatentAttention(_Latent):
     and the same latent is kept whole on every tensor-parallel rank."""
 
     latent_dim: int
+    # qk_nope_head_dim, which picks vLLM's Blackwell MLA backend (engines/vllm/blocks.py); not part of the cache
+    nope_head_dim: int | None = field(default=None, compare=False)
     kind: ClassVar[str] = "mla"
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.models import tower_params
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
 from kvplan.models.layers import Layer, Mamba2State
@@ -314,6 +315,9 @@ def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
     vision = top.nested("vision_config")
     if vision is None:
         return 0, True
+    exact = tower_params.count(top, vision, text_hidden)
+    if exact is not None:
+        return exact, True
     # Kimi-K2.5 / K3's MoonViT names its sizes vt_* (vLLM 0.33.0 transformers_utils/configs/kimi_k3.py)
     hidden = vision.integer(("hidden_size", "embed_dim", "vt_hidden_size"))
     depth = vision.integer(("num_hidden_layers", "depth", "vt_num_hidden_layers"))
