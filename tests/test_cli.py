@@ -125,17 +125,17 @@ def test_engines_differ_as_documented():
     _, sglang = estimate_json(*common, "--engine", "sglang")
     _, trt = estimate_json(*common, "--engine", "trtllm")
     assert sglang["engine"]["block_size"] == 1 and trt["engine"]["block_size"] == 32
-    # SGLang (kvplan/engines/sglang.py): H100 nvidia-smi 81,559 MiB (60-90 GiB, TP < 4: chunked prefill 8192,
-    # CUDA-graph bs 256): reserved 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB,
-    #   fraction round((81,559 - 13,440) / 81,559, 3) = round(0.83521, 3) = 0.835
+    # SGLang 0.5.23 (kvplan/engines/sglang/defaults.py): H100 nvidia-smi 81,559 MiB (60-90 GiB, TP < 4: chunked
+    # prefill 8192, CUDA-graph bs 256): reserved 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 + 58 prefill graph
+    # sizes x 8 MiB = 13,904 MiB, fraction round((81,559 - 13,904) / 81,559, 3) = round(0.82952, 3) = 0.83
     #   free before load 85,018,877,624 - 654,982,512 (0.61 GiB CUDA context) = 84,363,895,112
-    #   held back int(84,363,895,112 x 0.165) = 13,920,042,693
-    #   pool int(84,363,895,112 - 15,231,233,024 (7,615,616,512 x 2) - 13,920,042,693.48) = 55,212,619,394
-    #   page size 1: tokens = 55,212,619,394 // 57,344 = 962,831
-    assert sglang["engine"]["gpu_memory_utilization"] == 0.835
-    assert sglang["memory"]["reserve_bytes"] == 13_920_042_693
-    assert sglang["memory"]["kv_cache_bytes"] == 55_212_619_394
-    assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 962_831
+    #   held back int(84,363,895,112 x 0.17) = 14,341,862,169
+    #   pool int(84,363,895,112 - 15,231,233,024 (7,615,616,512 x 2) - 14,341,862,169.04) = 54,790,799,918
+    #   page size 1: tokens = 54,790,799,918 // 57,344 = 955,475
+    assert sglang["engine"]["gpu_memory_utilization"] == 0.83
+    assert sglang["memory"]["reserve_bytes"] == 14_341_862_169
+    assert sglang["memory"]["kv_cache_bytes"] == 54_790_799_918
+    assert sglang["capacity"]["num_blocks"] == sglang["capacity"]["tokens"] == 955_475
     # TRT-LLM (kvplan/engines/trtllm.py): 0.9 of the memory free after weights, the profiling run, the CUDA graphs
     # and the CUDA context, in whole tokens, in whole 32-token blocks (rounded down, resource_manager.py).
     #   profiling run: 8,192 tokens x (3 x 3,584 + 3 x 18,944 = 67,584 elements at the MLP) x 2 = 1,107,296,256

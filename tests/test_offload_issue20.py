@@ -58,4 +58,7 @@ def test_sglang_moves_the_same_parameters_and_its_pool_gets_them():
     moved, _ = moved_by_hand(4 * 2**30)
     assert base.memory.weights_bytes - off.memory.weights_bytes == moved
     assert off.memory.kv_cache_bytes - base.memory.kv_cache_bytes == moved
-    assert (base.capacity.tokens, off.capacity.tokens) == (99_637, 178_553)
+    # SGLang 0.5.23's fraction on an RTX 4090 is 0.704 (tests/test_sglang_releases_issue18.py): free before load
+    # 24,728,274,207 B, held back int(x 0.296) = 7,319,569,165, pool int(24,728,274,207 - 15,231,233,024
+    # - 7,319,569,165.27) = 2,177,472,017 B // 57,344 = 37,972 tokens; + 4,525,350,912 B moved: 116,887
+    assert (base.capacity.tokens, off.capacity.tokens) == (37_972, 116_887)

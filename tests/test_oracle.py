@@ -23,7 +23,8 @@ READ_CASES_FILE = Path(__file__).parent / "oracle" / "read_cases.jsonl"
 CASES = [json.loads(line) for path in (CASES_FILE, READ_CASES_FILE) for line in path.read_text().splitlines()
          if line.strip()]
 # kvplan's own options (the rest of a case's arguments are engine flags)
-OWN = {"--model": "model", "--gpu": "gpu", "--vllm-version": "engine_version", "--engine": "engine"}
+OWN = {"--model": "model", "--gpu": "gpu", "--vllm-version": "engine_version", "--engine-version": "engine_version",
+       "--engine": "engine"}
 
 
 def plan_of(args: list[str], env: dict[str, str] | None = None) -> Any:
@@ -79,7 +80,7 @@ def sglang_says(plan: Any, case: dict[str, Any]) -> dict[str, Any]:
     from kvplan.engines.sglang.budget import gpu_defaults, gpu_mib
 
     defaults = case["engine_says"]["defaults"]
-    _, graph_bs = gpu_defaults(gpu_mib(plan.gpu), plan.tensor_parallel)
+    _, graph_bs = gpu_defaults(gpu_mib(plan.gpu), plan.tensor_parallel, version_of(case))
     ours = {"mem_fraction_static": plan.engine.gpu_memory_utilization,
             "chunked_prefill_size": plan.engine.max_num_batched_tokens, "cuda_graph_max_bs": graph_bs}
     return {"defaults": {key: value for key, value in ours.items() if key in defaults}}
@@ -99,20 +100,10 @@ def version_of(case: dict[str, Any]) -> tuple[int, ...]:
     return tuple(int(part) for part in case["version"].split(".")[:3])
 
 
-SGLANG_20_35_GIB = {"rtx4090", "rtx5090"}  # the cases' GPUs whose nvidia-smi total is 20-35 GiB
-
-
-def arg(case: dict[str, Any], flag: str) -> str | None:
-    args = case["args"]
-    return args[args.index(flag) + 1] if flag in args else None
-
-
 def known(case: dict[str, Any]) -> str | None:
     """The issue-18 items a disagreement belongs to, each read in the release's own source (None: kvplan agrees).
-    Every vLLM boundary the oracle showed is fixed (tests/test_vllm_releases_issue18.py); SGLang is section 3."""
-    if case["engine"] == "sglang" and version_of(case) >= (0, 5, 23) and arg(case, "--gpu") in SGLANG_20_35_GIB:
-        return ("18 §3.1: 0.5.23 gives 20-35 GiB cards chunked prefill 4096 and graph batch 48 / 160 "
-                "(arg_groups/memory_hook.py handle_gpu_memory_settings)")
+    Every boundary the oracle showed is fixed (tests/test_vllm_releases_issue18.py,
+    tests/test_sglang_releases_issue18.py)."""
     return None
 
 

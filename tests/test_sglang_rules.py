@@ -19,7 +19,7 @@ from kvplan.units import GiB
 
 
 @pytest.mark.parametrize("gpu_mib, tp, defaults", [
-    (23_034, 1, (2048, 24)),  # an L4 (22.5 GiB): under 35 GiB
+    (23_034, 1, (4096, 48)),  # an L4 (22.5 GiB): 20-35 GiB, 0.5.20+ (arg_groups/memory_hook.py)
     (81_559, 1, (8192, 256)),  # an H100 (79.6 GiB): 60-90 GiB, TP < 4
     (81_559, 4, (8192, 512)),  # the same at TP 4
     (183_359, 8, (16384, 512)),  # a B200 (179 GiB): 160 GiB and above
@@ -33,7 +33,12 @@ def test_default_fraction_reproduces_the_logged_086_on_an_h100_nvl():
     # cuda_graph_max_bs 256 chosen by SGLang. An H100 NVL (nvidia-smi 95,830 MiB) gives exactly those defaults and
     # reserves 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB: round(82,390 / 95,830, 3) = 0.86.
     assert sglang.gpu_defaults(95_830, 1) == (8192, 256)
-    assert sglang.default_mem_fraction(95_830, 1, 1, 8192, 256) == 0.86
+    assert sglang.default_mem_fraction(95_830, 1, 1, 8192, 256, release=(0, 5, 9)) == 0.86
+    # That is SGLang 0.5.9's heuristic. The note names 0.5.10.post1, whose own ServerArgs (run on CPU with this GPU
+    # size) gives 0.855: its piecewise prefill graphs (58 sizes up to 8,192 x 8 MiB = 464 MiB) are on by default, so
+    # the logged run reserved none (an older release, or the graphs turned off).
+    assert sglang.default_mem_fraction(95_830, 1, 1, 8192, 256, release=(0, 5, 10),
+                                       prefill_mib=sglang.prefill_graph_mib(8192, mla=False)) == 0.855
 
 
 def test_default_fraction_reproduces_the_logged_0826_of_a_vision_model_on_an_mi355x():
@@ -53,11 +58,14 @@ def test_default_fraction_reproduces_the_logged_0826_of_a_vision_model_on_an_mi3
     (8192, None, 0.835),  # 13,440 MiB reserved: round(68,119 / 81,559, 3)
     # 512 + 1.5 x 2048 + 512 + 128 = 4,224 MiB, raised to the 10 GiB floor of GPUs above 60 GiB: 71,319 / 81,559
     (2048, None, 0.874),
-    (8192, "eagle", 0.81),  # + 2 GiB for a draft model: 15,488 MiB, 66,071 / 81,559 = 0.8101
+    # 0.5.9 server_args.py: + 2 GiB for an EAGLE draft: 15,488 MiB, 66,071 / 81,559 = 0.8101
+    (8192, "eagle", 0.81),
     (8192, "ngram", 0.835),  # n-gram speculation loads no draft: nothing added
 ])
 def test_default_fraction_on_an_h100(chunked, speculative, fraction):
-    assert sglang.default_mem_fraction(81_559, 1, 1, chunked, 256, speculative=speculative) == fraction
+    # SGLang 0.5.9's heuristic (no prefill CUDA graphs, the draft's reserve)
+    assert sglang.default_mem_fraction(81_559, 1, 1, chunked, 256, speculative=speculative,
+                                       release=(0, 5, 9)) == fraction
 
 
 def test_pool_is_free_after_load_less_the_held_back_share_of_free_before_load():
@@ -65,8 +73,9 @@ def test_pool_is_free_after_load_less_the_held_back_share_of_free_before_load():
     # Free before load = 85,018,877,624 - the 0.61 GiB CUDA context (654,982,512) = 84,363,895,112;
     # held back int(84,363,895,112 x 0.165) = 13,920,042,693; weights 7,615,616,512 x 2 = 15,231,233,024;
     # pool int(84,363,895,112 - 15,231,233,024 - 13,920,042,693.48) = 55,212,619,394
-    # -> // 57,344 B per token (28 layers x 4 KV heads x 128 x 2 x 2 B) = 962,831 tokens.
-    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192)
+    # -> // 57,344 B per token (28 layers x 4 KV heads x 128 x 2 x 2 B) = 962,831 tokens. (SGLang 0.5.9's fraction;
+    # 0.5.23's is in test_sglang_releases_issue18.py.)
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192, engine_version="0.5.9")
     assert plan.engine.gpu_memory_utilization == 0.835
     assert plan.memory.non_torch_bytes == 654_982_512
     assert plan.memory.reserve_bytes == 13_920_042_693
@@ -79,7 +88,8 @@ def test_pool_is_free_after_load_less_the_held_back_share_of_free_before_load():
     ({"max_total_tokens": 500_000}, 500_000),  # --max-total-tokens caps the profiled 962,831
 ])
 def test_page_alignment_and_token_cap(knobs, tokens):
-    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192, **knobs)
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=8192, engine_version="0.5.9",
+                    **knobs)
     assert plan.capacity.tokens == tokens
 
 
@@ -187,13 +197,17 @@ def test_vllm_has_no_mamba_cache_size_flag():
 def test_attention_dp_enlarges_the_default_reserve():
     # server_args at TP 4 on an H100 (81,559 MiB; chunked 8192, CUDA-graph batch 512): 512 + 1.5 x 8192 + 2 x 512
     # + 4 / 8 x 1024 = 14,336 MiB; attention DP 2 adds 512 x 2 x 3 = 3,072 and, the batch being above 300,
-    # 512 x 2 x 1.5 = 1,536: 18,944 MiB -> round((81,559 - 18,944) / 81,559, 3) = 0.768 (0.824 without DP).
-    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", tensor_parallel_size=4,
-                    attention_data_parallel_size=2)
-    assert plan.engine.gpu_memory_utilization == 0.768
-    assert any("attention data parallel 2" in note for note in plan.notes)
-    assert estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang",
-                    tensor_parallel_size=4).engine.gpu_memory_utilization == 0.824
+    # 512 x 2 x 1.5 = 1,536: 18,944 MiB -> round((81,559 - 18,944) / 81,559, 3) = 0.768 (0.824 without DP), SGLang
+    # 0.5.9. 0.5.23 adds its 58 prefill graph sizes up to 8,192 x 8 MiB = 464 MiB: 0.762 and 0.819, as 0.5.23's own
+    # ServerArgs resolves them (tests/oracle/cases.jsonl).
+    for version, with_dp, without in (("0.5.9", 0.768, 0.824), ("0.5.23", 0.762, 0.819)):
+        plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", tensor_parallel_size=4,
+                        attention_data_parallel_size=2, engine_version=version)
+        assert plan.engine.gpu_memory_utilization == with_dp
+        assert plan.engine.max_num_batched_tokens == 4096  # _handle_data_parallelism: 8,192 // 2 per DP rank
+        assert any("attention data parallel 2" in note for note in plan.notes)
+        assert estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", tensor_parallel_size=4,
+                        engine_version=version).engine.gpu_memory_utilization == without
 
 
 def test_multimodal_models_keep_the_embedding_cache_out_of_the_kv_budget():

@@ -43,7 +43,10 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
         from kvplan.deployment.flags import parse_flags
         from kvplan.deployment.launch import version_tuple
 
-        flags_draft = parse_flags(flags, engine, "command line", version=version_tuple(version))
+        # the engine's own reading of its words (SGLang's --dp N --enable-dp-attention), as for a launch line
+        reads_words = registry.dialect(engine).reads_words if engine in registry.names() else None
+        words = reads_words(flags) if reads_words is not None else flags
+        flags_draft = parse_flags(words, engine, "command line", version=version_tuple(version))
         flagged = flags_draft.values.pop("config", None)  # trtllm-serve's --extra_llm_api_options, typed to kvplan
         if flagged is not None:
             if config is not None:

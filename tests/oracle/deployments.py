@@ -91,15 +91,28 @@ def cases() -> list[dict[str, Any]]:
 SGLANG_GPUS = ("t4", "rtx4090", "rtx5090", "l40s", "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200", "b200",
                "rtx-pro-6000-blackwell")
 SGLANG_MODELS = (("Qwen/Qwen2.5-7B", 1), ("Qwen/Qwen2.5-7B", 4), ("meta-llama/Llama-3.1-8B", 1))
+# (model, GPU, TP, ServerArgs keywords, kvplan flags): the rules that change by release (issue 18 section 3): the
+# MLA prefill-graph reserve, attention DP inside TP (DeepSeek's standard launch), the prefill graphs capped by
+# --max-total-tokens, n-gram speculation (no draft weights; prefill graphs off in 0.5.10-0.5.13)
+SGLANG_EXTRA = (
+    ("deepseek-ai/DeepSeek-V3", "h200", 8, {}, []),
+    ("deepseek-ai/DeepSeek-V3", "h200", 8, {"dp_size": 8, "enable_dp_attention": True},
+     ["--dp", "8", "--enable-dp-attention"]),
+    ("Qwen/Qwen2.5-7B", "h100-sxm", 1, {"max_total_tokens": 3000}, ["--max-total-tokens", "3000"]),
+    ("Qwen/Qwen2.5-7B", "h100-sxm", 4, {"dp_size": 2, "enable_dp_attention": True},
+     ["--dp", "2", "--enable-dp-attention"]),
+    ("Qwen/Qwen2.5-7B", "h100-sxm", 1, {"speculative_algorithm": "NGRAM"},
+     ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}']),
+)
 
 
 def sglang_args(case: dict[str, Any], version: str) -> list[str]:
-    """kvplan estimate arguments of an SGLang case (kvplan models one SGLang release: no version flag)."""
+    """kvplan estimate arguments of an SGLang case, at the release that answered it."""
     args = ["--engine", "sglang", "--model", case["model"], "--gpu", case["gpu"]["id"],
-            "--context-length", str(case["context_length"])]
+            "--context-length", str(case["context_length"]), "--engine-version", version]
     if case["tp"] > 1:
         args += ["--tp-size", str(case["tp"])]
-    return args
+    return args + case.get("flags", [])
 
 
 def sglang_cases() -> list[dict[str, Any]]:
@@ -108,6 +121,9 @@ def sglang_cases() -> list[dict[str, Any]]:
         for gpu_id in SGLANG_GPUS:
             found.append({"kind": "defaults", "model": model, "config": spec_config(model), "gpu": gpu(gpu_id),
                           "tp": tp, "context_length": 32768})
+    for model, gpu_id, tp, server_args, flags in SGLANG_EXTRA:
+        found.append({"kind": "defaults", "model": model, "config": spec_config(model), "gpu": gpu(gpu_id),
+                      "tp": tp, "context_length": 32768, "server_args": server_args, "flags": flags})
     for index, case in enumerate(found):
         case["id"] = index
     return found

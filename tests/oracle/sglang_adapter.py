@@ -2,12 +2,13 @@
 ServerArgs as `python -m sglang.launch_server` builds it, with the GPU memory supplied where server_args asks the
 device (utils.common.get_device_memory_capacity, nvidia-smi's total in MiB), one ORACLE line per deployment.
 
-Releases to 0.5.9 resolve the defaults in ServerArgs.__post_init__ (_handle_gpu_memory_settings); 0.5.23 in
+Releases to 0.5.18 resolve the defaults in ServerArgs.__post_init__ (_handle_gpu_memory_settings); 0.5.19+ in
 ServerArgs.resolve_once (arg_groups/memory_hook.handle_gpu_memory_settings), its values read through
 arg_groups/model_override_base.resolved_view. Stand-ins: the compiled kernels (sgl_kernel, flashinfer) and
 torchvision are empty modules (transformers is asked first, so it still sees no torchvision); nothing they compute is
 used by the defaults read here, but the attention backend SGLang picks from the device's capability is the one a CPU
-platform gets, so page_size is recorded, not compared, for GPUs whose backend differs.
+platform gets, so page_size is recorded, not compared, for GPUs whose backend differs. The prefill CUDA-graph
+backend is the one CUDA gets (cuda_prefill_graphs).
 
     PYTHONPATH=SRC:tests/oracle python -m sglang_adapter VERSION CASES.json
 """
@@ -71,10 +72,26 @@ def install() -> None:
     import transformers.utils
 
     transformers.utils.is_torchvision_available()  # cached False before the stub exists
+    # 0.5.13-0.5.19 register configs (qwen3_asr) that the venv's newer transformers has itself: theirs replace it
+    register = transformers.AutoConfig.register
+    transformers.AutoConfig.register = lambda key, config, exist_ok=False: register(key, config, exist_ok=True)
     sys.meta_path.insert(0, Stubs())
     import sglang.srt.utils.common as common
 
     common.get_device_memory_capacity = lambda device=None: GPU_MIB["value"]
+    cuda_prefill_graphs()
+
+
+def cuda_prefill_graphs() -> None:
+    """The prefill CUDA-graph backend a CUDA device gets (model_executor/cuda_graph_config.py
+    default_prefill_backend, 0.5.15+: breakable on CUDA, tc_piecewise or disabled elsewhere), which the CPU this
+    runs on would otherwise turn off, and with it the prefill graphs' reserve in mem_fraction_static."""
+    try:
+        import sglang.srt.model_executor.cuda_graph_config as graphs
+    except ImportError:  # 0.5.9-0.5.13: piecewise graphs, off only where SGLANG_USE_CPU_ENGINE=1 says CPU (0.5.14 too)
+        return
+    if hasattr(graphs, "default_prefill_backend"):
+        graphs.default_prefill_backend = lambda: graphs.Backend.BREAKABLE
 
 
 def resolve(case: dict[str, Any], root: str) -> dict[str, Any]:
@@ -82,7 +99,7 @@ def resolve(case: dict[str, Any], root: str) -> dict[str, Any]:
 
     server_args.get_device_memory_capacity = lambda device=None: GPU_MIB["value"]  # type: ignore[attr-defined]
     args = server_args.ServerArgs(model_path=model_dir(case["config"], root), context_length=case["context_length"],
-                                  tp_size=case["tp"], device="cuda")
+                                  tp_size=case["tp"], device="cuda", **case.get("server_args", {}))
     if hasattr(args, "resolve_once"):
         from sglang.srt.arg_groups.model_override_base import resolved_view
 
@@ -90,6 +107,9 @@ def resolve(case: dict[str, Any], root: str) -> dict[str, Any]:
         view = resolved_view(args)
         graphs = view.cuda_graph_config.decode
         max_bs, sizes = graphs.max_bs, graphs.bs
+    elif hasattr(args, "cuda_graph_config"):  # 0.5.14-0.5.18: per-phase graph settings, still in __post_init__
+        view = args
+        max_bs, sizes = args.cuda_graph_config.decode.max_bs, args.cuda_graph_config.decode.bs
     else:
         view = args
         max_bs, sizes = args.cuda_graph_max_bs, args.cuda_graph_bs

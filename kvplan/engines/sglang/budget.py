@@ -24,11 +24,21 @@ from __future__ import annotations
 from kvplan.capacity import PoolLayout, SplitPools, TokenPool
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
+from kvplan.engines.sglang import speculative
+from kvplan.engines.sglang.backend import aiter_default, prefill_graphs_captured, uses_mla
+from kvplan.engines.sglang.defaults import (
+    AITER_ABOVE_CONTEXT,
+    AITER_FRACTION,
+    default_mem_fraction,
+    gpu_defaults,
+    prefill_graph_mib,
+    vlm_mem_fraction,
+)
 from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.lora import lora_pool
 from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
-from kvplan.engines.sglang.releases import RELEASES
+from kvplan.engines.sglang.releases import RELEASES, release_of
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -52,49 +62,6 @@ HYBRID_SWA_ARCHITECTURES = frozenset({
 # SGLANG_VLM_CACHE_SIZE_MB's default (environ.py), reserved out of the KV budget of multimodal models; taken
 # before the Mamba split, since only then does S05's logged 124-slot Mamba pool follow from its printed memory.
 MULTIMODAL_RESERVATION_BYTES = 100 * MiB
-
-# (GPU memory below this many MiB, chunked_prefill_size, cuda_graph_max_bs at TP < 4, at TP >= 4)
-_GPU_BUCKETS = (
-    (20 * 1024, 2048, 8, 8),  # T4, 4080
-    (35 * 1024, 2048, 24, 80),  # A10, 4090, 5090
-    (60 * 1024, 4096, 32, 160),  # A100 40GB, L40
-    (90 * 1024, 8192, 256, 512),  # H100, A100 80GB
-    (160 * 1024, 8192, 256, 512),  # H20, H200
-)
-_LARGEST_GPU = (16384, 512)  # B200, MI300: one choice at every TP
-# MiB more for speculative decoding: a standalone draft model, none for n-gram lookup, 2 GiB for EAGLE / MTP heads
-_DRAFT_RESERVE_MIB = {"STANDALONE": 6 * 1024, "NGRAM": 0}
-
-
-def gpu_defaults(gpu_mib: float, tp: int) -> tuple[int, int]:
-    """server_args' chunked_prefill_size and cuda_graph_max_bs for a GPU of gpu_mib MiB."""
-    for below, chunked, small_tp, large_tp in _GPU_BUCKETS:
-        if gpu_mib < below:
-            return chunked, small_tp if tp < 4 else large_tp
-    return _LARGEST_GPU
-
-
-def default_mem_fraction(gpu_mib: float, tp: int, pp: int, chunked: int, graph_bs: int,
-                         attention_dp: int = 1, speculative: str | None = None) -> float:
-    """server_args' mem_fraction_static when none is given: reserve MiB for activations, CUDA graphs and parallel
-    buffers, at least 10 GiB on GPUs above 60 GiB, more for a speculative draft."""
-    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
-    if attention_dp > 1:
-        reserved += graph_bs * attention_dp * 3 + (graph_bs * attention_dp * 1.5 if graph_bs > 300 else 0)
-    if gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    if speculative is not None:
-        reserved += _DRAFT_RESERVE_MIB.get(speculative.upper(), 2 * 1024)
-    return round((gpu_mib - reserved) / gpu_mib, 3)
-
-
-def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int = 1024) -> float:
-    """server_args' adjust_mem_fraction_for_vlm: a default fraction lowered for a vision tower, by 5% and by 10% per
-    doubling of its layers x hidden^2 over a ViT-L/14's (24 x 1024^2), the second factor kept within 0.8-1.05."""
-    complexity = vit_layers * vit_hidden_size ** 2 / (24 * 1024 ** 2)
-    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (complexity - 1.0)))
-    return fraction * factor  # in SGLang's order of operations: the logs print this float exactly
-
 
 def rest_bytes(free_before_load: float, free_after_load: float, fraction: float, multimodal: bool = False) -> int:
     """profile_max_num_token: memory free after loading, less the non-static share of what was free before, and
@@ -160,6 +127,20 @@ def _speculative_algorithm(target: PlanInput) -> str | None:
     return "STANDALONE" if method == "draft_model" else str(method)
 
 
+def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int, release: tuple[int, ...]) -> float:
+    """mem_fraction_static by server_args' heuristic for this release, lowered for a vision tower; 0.88 where the GPU
+    size is not known (server_args' fallback)."""
+    if mib <= 0:
+        return 0.88
+    dep = target.deployment
+    prefill = prefill_graph_mib(min(chunked, dep.max_total_tokens or chunked), uses_mla(target.spec),
+                                prefill_graphs_captured(target, release))
+    fraction = default_mem_fraction(mib, dep.tensor_parallel_size, dep.pipeline_parallel_size, chunked, graph_bs,
+                                    attention_dp(target), _speculative_algorithm(target), release, prefill)
+    tower = _vision_tower(target)
+    return vlm_mem_fraction(fraction, *tower) if tower is not None else fraction
+
+
 def _vision_tower(target: PlanInput) -> tuple[int, int] | None:
     """(layers, hidden size) of the model's vision tower, where the spec records them."""
     layers, hidden = getattr(target.spec, "vision_layers", None), getattr(target.spec, "vision_hidden_size", None)
@@ -189,36 +170,42 @@ class Sglang(PoolRules):
 
     def settings(self, target: PlanInput) -> EngineSettings:
         dep, gpu = target.deployment, target.gpu
-        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        tp = dep.tensor_parallel_size
         if tp % attention_dp(target):
             # compute_dp_attention_world_info: rank r joins attention group r // (tp // attn_dp), which must be one
             # of the attn_dp groups
             raise KvplanError(f"attention data parallel {attention_dp(target)} must divide tensor parallel {tp}: "
                               "SGLang splits the TP ranks into that many equal attention groups",
                               dep.where("attention_data_parallel_size"))
-        mib = gpu_mib(gpu)
-        chunked, graph_bs = gpu_defaults(mib, tp)
+        release, mib = release_of(dep.engine_version), gpu_mib(gpu)
+        chunked, graph_bs = gpu_defaults(mib, tp, release)
         chunked = dep.max_num_batched_tokens or chunked
         fraction = dep.gpu_memory_utilization
         if fraction is None:
-            # with no GPU size known server_args falls back to 0.88
-            fraction = default_mem_fraction(mib, tp, pp, chunked, graph_bs, attention_dp(target),
-                                            _speculative_algorithm(target)) if mib > 0 else 0.88
-            tower = _vision_tower(target)
-            if tower is not None:
-                fraction = vlm_mem_fraction(fraction, *tower)
+            fraction = _default_fraction(target, mib, chunked, graph_bs, release)
+        length = common.check_max_model_len(target.spec, dep)
+        if aiter_default(target) and length > AITER_ABOVE_CONTEXT:
+            fraction *= AITER_FRACTION
+        if attention_dp(target) > 1:  # _handle_data_parallelism, after the fraction: each DP rank's own chunk
+            chunked //= attention_dp(target)
         return EngineSettings(
             # DeepSeek sparse attention: server_args "Setting page size to 64 for DeepSeek DSA" (CUDA), whatever
             # --page-size says
             "sglang", self.label, self.kv_log, dep.engine_version or RELEASES.newest, fraction,
-            common.kernel_block_size(target.spec) or dep.block_size or 1,
-            common.check_max_model_len(target.spec, dep), dep.max_num_seqs, chunked,
+            common.kernel_block_size(target.spec) or dep.block_size or 1, length, dep.max_num_seqs, chunked,
             utilization_knob="mem_fraction_static", length_knob="context_length",
             auto_kv_cache_dtype=auto_kv_cache_dtype(target))
+
+    def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
+                      model_bytes: int) -> list[Layer]:
+        return super().served_layers(target, settings, speculative.target_layers(target, settings, layers),
+                                     model_bytes)
 
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
                      last: bool) -> Memory:
         dep, total = target.deployment, target.gpu.memory_bytes
+        if last and dep.weights_memory_bytes is None and speculative.outside_pool(target):
+            weights_bytes -= speculative.draft_share(target, settings)[1]  # loaded after the pool is sized
         moved = offloaded_weights(target.spec, dep, decoder_layers,
                                   dtype_bytes(common.model_dtype(target.spec, dep, target.gpu)[0]))
         if moved and dep.weights_memory_bytes is None:
@@ -351,7 +338,17 @@ class Sglang(PoolRules):
         if settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto" and common.kernel_block_size(target.spec):
             notes.append(f"DeepSeek sparse attention on this GPU: SGLang's automatic KV cache dtype is "
                          f"{settings.auto_kv_cache_dtype} (656 B latent per token)")
-        return notes
+        return notes + _release_notes(target, settings)
+
+
+def _release_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
+    """What this release does that the panel's figures do not show."""
+    notes = [speculative.NOTE] if speculative.outside_pool(target) else []
+    if aiter_default(target) and settings.max_model_len > AITER_ABOVE_CONTEXT:
+        notes.append(f"ROCm: SGLang's default attention backend is aiter, which scales mem_fraction_static by "
+                     f"{AITER_FRACTION} above {AITER_ABOVE_CONTEXT:,} tokens of context (a --attention-backend "
+                     "given is not read)")
+    return notes
 
 
 def auto_kv_cache_dtype(target: PlanInput) -> str | None:

@@ -8,13 +8,17 @@ DP_FLAGS = ("--dp", "--dp-size", "--data-parallel-size")
 
 def attention_dp(words: list[str]) -> list[str]:
     """`--dp N --enable-dp-attention` as SGLang reads it (server_args.py: with dp attention on, the DP ranks
-    split the TP group's attention, and the GPUs are TP's): attention DP N inside TP, no data parallelism."""
+    split the TP group's attention, and the GPUs are TP's): attention DP N inside TP, no data parallelism. The switch
+    itself is then read (without --dp it does nothing: _handle_data_parallelism turns it off at dp_size 1)."""
     if "--enable-dp-attention" not in words:
         return words
     out: list[str] = []
     index = 0
     while index < len(words):
         word = words[index]
+        if word == "--enable-dp-attention":
+            index += 1
+            continue
         name, equals, inline = word.partition("=")
         if name in DP_FLAGS and (equals or index + 1 < len(words)):
             size = inline if equals else words[index + 1]

@@ -1,0 +1,100 @@
+"""SGLang's server_args defaults that size the memory: chunked_prefill_size and the decode CUDA-graph batch by GPU
+size, and mem_fraction_static from the MiB it reserves for activations, CUDA graphs and parallel buffers, each by
+release (releases.py names the release of every change).
+
+Sources (the sglang wheels on PyPI): python/sglang/srt/server_args.py _handle_gpu_memory_settings (0.5.9-0.5.18),
+arg_groups/memory_hook.py handle_gpu_memory_settings and reserve_for_graph_mb (0.5.19-0.5.23),
+arg_groups/cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes (0.5.10 server_args.py
+_generate_piecewise_cuda_graph_tokens: the same sizes), arg_groups/attention_hook.py (aiter).
+"""
+
+from __future__ import annotations
+
+from kvplan.engines.sglang.releases import (
+    EAGLE_RESERVE_4_GIB_FROM,
+    LARGER_20_35_GIB_DEFAULTS_FROM,
+    PREFILL_GRAPHS_FROM,
+    release_of,
+)
+
+NEWEST = release_of(None)
+# (GPU memory below this many MiB, chunked_prefill_size, cuda_graph_max_bs at TP < 4, at TP >= 4)
+_GPU_BUCKETS = (
+    (20 * 1024, 2048, 8, 8),  # T4, 4080
+    (35 * 1024, 2048, 24, 80),  # A10, 4090, 5090 (0.5.9-0.5.19)
+    (60 * 1024, 4096, 32, 160),  # A100 40GB, L40
+    (90 * 1024, 8192, 256, 512),  # H100, A100 80GB
+    (160 * 1024, 8192, 256, 512),  # H20, H200
+)
+_20_35_GIB_FROM_0_5_20 = (35 * 1024, 4096, 48, 160)  # memory_hook.py: 32 GB Blackwell holds graphs past 24
+_LARGEST_GPU = (16384, 512)  # B200, MI300: one choice at every TP
+MLA_PREFILL_GRAPHS_MIB = 1536  # reserve_for_graph_mb: an MLA backend's prefill graphs, whatever their sizes
+PREFILL_GRAPH_MIB = 8  # per captured prefill size (non-torch memory only: the capture reuses torch's)
+MAX_PREFILL_TOKENS = 16384  # server_args' max_prefill_tokens: the activation's tokens with chunked prefill off (-1)
+# arg_groups/attention_hook.py (and 0.5.9 server_args.py _handle_attention_backend_compatibility): the aiter backend
+# scales mem_fraction_static, given or not, by 0.85 above 8K of context, for its non-static workspace
+AITER_FRACTION = 0.85
+AITER_ABOVE_CONTEXT = 8192
+
+
+def gpu_defaults(gpu_mib: float, tp: int, release: tuple[int, ...] = NEWEST) -> tuple[int, int]:
+    """server_args' chunked_prefill_size and decode cuda_graph_max_bs for a GPU of gpu_mib MiB."""
+    for below, chunked, small_tp, large_tp in _GPU_BUCKETS:
+        if below == 35 * 1024 and release >= LARGER_20_35_GIB_DEFAULTS_FROM:
+            below, chunked, small_tp, large_tp = _20_35_GIB_FROM_0_5_20
+        if gpu_mib < below:
+            return chunked, small_tp if tp < 4 else large_tp
+    return _LARGEST_GPU
+
+
+def prefill_graph_sizes(max_tokens: int) -> int:
+    """How many token counts the prefill CUDA graphs capture up to max_tokens (generate_prefill_cuda_graph_batch_sizes:
+    4 to 32 by 4, 48 to 256 by 16, 288 to 512 by 32, 576 to 1024 by 64, 1280 to 4096 by 256, then by 512)."""
+    steps = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256), (4608, max_tokens, 512))
+    return sum(len(range(first, min(last, max_tokens) + 1, step)) for first, last, step in steps)
+
+
+def prefill_graph_mib(chunked: int, mla: bool, captured: bool = True) -> float:
+    """reserve_for_graph_mb's prefill term: 8 MiB a captured size (sizes up to the chunked prefill size; none with
+    chunking off), 1.5 GiB with an MLA backend; nothing where no prefill graph is captured."""
+    if not captured:
+        return 0.0
+    return float(MLA_PREFILL_GRAPHS_MIB) if mla else float(prefill_graph_sizes(chunked) * PREFILL_GRAPH_MIB)
+
+
+def speculative_mib(speculative: str | None, release: tuple[int, ...] = NEWEST) -> int:
+    """The draft's reserve in the default fraction until 0.5.13: a standalone draft model 6 GiB, EAGLE / MTP heads 2 GiB
+    (4 GiB from 0.5.10), n-gram lookup none; from 0.5.14 the draft is in the profiled memory instead (releases.py)."""
+    from kvplan.engines.sglang.releases import DRAFT_IN_POOL_FROM
+
+    if speculative is None or release >= DRAFT_IN_POOL_FROM or speculative.upper() == "NGRAM":
+        return 0
+    if speculative.upper() == "STANDALONE":
+        return 6 * 1024
+    return 4 * 1024 if release >= EAGLE_RESERVE_4_GIB_FROM else 2 * 1024
+
+
+def default_mem_fraction(gpu_mib: float, tp: int, pp: int, chunked: int, graph_bs: int,
+                         attention_dp: int = 1, speculative: str | None = None, release: tuple[int, ...] = NEWEST,
+                         prefill_mib: float = 0.0) -> float:
+    """server_args' mem_fraction_static when none is given: reserve MiB for activations (1.5 a token of the chunked
+    prefill, at least 2048 tokens), decode CUDA graphs (2 a batch entry, more under attention DP), prefill CUDA
+    graphs (prefill_mib, from 0.5.10) and parallel buffers; at least 10 GiB on GPUs above 60 GiB; then the draft's
+    reserve (until 0.5.13)."""
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if attention_dp > 1:
+        reserved += graph_bs * attention_dp * 3 + (graph_bs * attention_dp * 1.5 if graph_bs > 300 else 0)
+    if release >= PREFILL_GRAPHS_FROM:
+        reserved += prefill_mib
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    reserved += speculative_mib(speculative, release)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int = 1024) -> float:
+    """server_args' adjust_mem_fraction_for_vlm: a default fraction lowered for a vision tower, by 5% and by 10% per
+    doubling of its layers x hidden^2 over a ViT-L/14's (24 x 1024^2), the second factor kept within 0.8-1.05."""
+    complexity = vit_layers * vit_hidden_size ** 2 / (24 * 1024 ** 2)
+    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (complexity - 1.0)))
+    return fraction * factor  # in SGLang's order of operations: the logs print this float exactly
