@@ -3,7 +3,7 @@ blocks fit, and how many blocks one request holds (vLLM v1 kv_cache_utils rules)
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from kvplan.models.layers import Layer
@@ -19,6 +19,8 @@ class KvGroup:
     real_layers: int
     # tokens per block of this group where its page was equalised through the block size; 0: the pool's
     tokens_per_block: int = 0
+    # a packed group's specs (vLLM's block-outermost layout), each with its layer count; empty: `layer` alone
+    members: tuple[tuple[Layer, int], ...] = ()
 
 
 @dataclass(eq=False)
@@ -51,7 +53,7 @@ class PoolLayout:
     @property
     def bytes_per_token(self) -> int:
         """One token's KV summed over the real KV layers of this rank."""
-        if len(self.groups) == 1 and not self.single_spec:
+        if (len(self.groups) == 1 and not self.single_spec) or (self.groups and self.groups[0].members):
             return self.block_bytes // self.block_size  # one block spans layers of different sizes
         return sum(g.layer.bytes_per_token(self.kv_bytes, self.tp) * g.real_layers for g in self.groups)
 
@@ -105,6 +107,8 @@ def pool_layouts(stages: list[list[Layer]], block_size: int, kv_bytes: int, tp: 
     everything = [layer for stage in paged for layer in stage]
     if not everything:
         return [PoolLayout(block_size, (), 0, 0, 0, kv_bytes, tp) for _ in stages]
+    if is_packed(everything):
+        return packed_layouts(paged, block_size, kv_bytes, tp)
     attention = [layer for layer in everything if layer.holds_kv]
     if attention:
         block_size = aligned_block_size(everything, block_size, kv_bytes, tp)
@@ -199,6 +203,101 @@ def _projected(groups: list[_Group], members: range, stage: list[Layer], block_s
     projected = tuple(KvGroup(group.layer, slots, real, group.tokens_per_block)
                       for group, real in zip(groups, here, strict=True))
     return PoolLayout(block_size, projected, page, page * slots, sum(slots - real for real in here), kv_bytes, tp)
+
+
+# vLLM's packed KV cache groups: when a model's backends declare a block-outermost layout and its cache pages
+# differ in size (DeepSeek-V4's compressed sparse attention), vLLM 0.33.0 packs the pages of several specs side by
+# side in each block instead of equalising them (v1/core/kv_cache_planning.py _get_packed_kv_cache_groups, then
+# _get_kv_cache_bytes_per_block). The rules, as that function applies them:
+# - caches are bucketed by uniform type: one block size and one window (every full cache of a block size together);
+# - a bucket is balanced when each of its page sizes has as many layers; the balanced buckets that mix page sizes
+#   stay whole, so the largest of them sets the fewest pattern repeats a group takes, and the repeats per group are
+#   _approximate_gcd of the balanced buckets' layer counts from that floor (the d that pads least, ties larger);
+# - a balanced bucket splits into cdiv(its layers per page size, repeats) groups, each taking every n-th repeat; an
+#   unbalanced one stays one group; a sliding bucket left without a repeat pattern splits to what the widest group's
+#   bytes hold;
+# - one block id costs the widest group's pages, summed (every group aliases the same bytes from byte 0);
+# - a request holds, in each group, the blocks its caches need (UniformTypeKVCacheSpecs.max_memory_usage_pages).
+
+
+def is_packed(layers: list[Layer]) -> bool:
+    return any(layer.block_outermost for layer in layers)
+
+
+def approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """The chunk d >= lower_bound that pads the values up to multiples of d least; ties take the larger d."""
+    best, best_pad = lower_bound, None
+    for d in range(max(1, lower_bound), max(values) + 1):
+        pad = sum((d - value % d) % d for value in values)
+        if best_pad is None or pad <= best_pad:
+            best, best_pad = d, pad
+    return best
+
+
+def _buckets(layers: list[Layer], block_size: int) -> list[list[int]]:
+    keys: dict[tuple[int, int], list[int]] = {}
+    for index, layer in enumerate(layers):
+        key = (layer.block_tokens(block_size), layer.kept_tokens() or 0)
+        keys.setdefault(key, []).append(index)
+    return list(keys.values())
+
+
+def packed_groups(layers: list[Layer], block_size: int, kv_bytes: int, tp: int) -> list[list[int]]:
+    """The groups vLLM forms, as lists of indices into `layers` (the model's caches in its order)."""
+    pages = [layer.page_bytes(block_size, kv_bytes, tp) for layer in layers]
+    buckets = []
+    for members in _buckets(layers, block_size):
+        by_page: dict[int, list[int]] = defaultdict(list)
+        for index in members:
+            by_page[pages[index]].append(index)
+        balanced = len({len(names) for names in by_page.values()}) == 1
+        buckets.append((members, dict(by_page), balanced, max(len(names) for names in by_page.values())))
+    floor = max((most for _, by_page, balanced, most in buckets if balanced and len(by_page) > 1), default=0)
+    repeats = approximate_gcd([most for *_, balanced, most in buckets if balanced], floor) if floor else None
+
+    def count(balanced: bool, most: int) -> int:
+        return cdiv(most, repeats) if balanced and repeats else 1
+
+    def stateful(members: list[int]) -> bool:
+        return repeats is None and bool(layers[members[0]].kept_tokens())
+
+    def widest(by_page: dict[int, list[int]], n: int) -> int:
+        return sum(cdiv(len(names), n) * page for page, names in by_page.items())
+
+    anchor = max(widest(by_page, len(members) if stateful(members) else count(balanced, most))
+                 for members, by_page, balanced, most in buckets)
+    groups: list[list[int]] = []
+    for members, by_page, balanced, most in buckets:
+        n = count(balanced, most)
+        if stateful(members):
+            n = max(n, cdiv(len(members), max(anchor // pages[members[0]], 1)))
+        if n == 1:
+            groups.append(members)
+            continue
+        repeat_rows = list(zip(*by_page.values(), strict=False))
+        groups.extend([index for row in repeat_rows[i::n] for index in row] for i in range(n))
+    return groups
+
+
+def packed_layouts(stages: list[list[Layer]], block_size: int, kv_bytes: int, tp: int) -> list[PoolLayout]:
+    """Each pipeline stage's pool: the groups formed over the whole model, each stage keeping its own members."""
+    everything = [layer for stage in stages for layer in stage]
+    groups = packed_groups(everything, block_size, kv_bytes, tp)
+    layouts, first = [], 0
+    for stage in stages:
+        members = range(first, first + len(stage))
+        first += len(stage)
+        here = [[i for i in group if i in members] for group in groups]
+        here = [group for group in here if group]
+        sums = [sum(everything[i].page_bytes(block_size, kv_bytes, tp) for i in group) for group in here]
+        block_bytes = max(sums, default=0)
+        kv_groups = tuple(KvGroup(everything[group[0]], len(group), len(group),
+                                  everything[group[0]].block_tokens(block_size),
+                                  tuple(Counter(everything[i] for i in group).items()))
+                          for group in here)
+        widest = max((len(group) for group in here), default=1)
+        layouts.append(PoolLayout(block_size, kv_groups, block_bytes // widest, block_bytes, 0, kv_bytes, tp))
+    return layouts
 
 
 def pipeline_stages(num_layers: int, pp: int) -> list[range]:

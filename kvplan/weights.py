@@ -151,6 +151,10 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
     if method is None:
         return (dense * dtype_bytes, experts * dtype_bytes), ""
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
+        if quant is not None and quant.expert_format == "mxfp4" and method == quant.method:
+            # DeepSeek-V4's fp4 experts beside fp8 (kvplan.models.hf_config._expert_format): 4-bit values and one
+            # UE8M0 scale byte per 32 (Mxfp4MoEMethod's checkpoint layout)
+            return (dense, experts * 17 // 32), ""
         return (dense, experts), ""  # 8-bit weights in every linear layer
     if method == "mxfp4":
         # Only the routed experts are MXFP4; attention, router, sinks, norms and embeddings stay at the model dtype.

@@ -31,11 +31,6 @@ REFUSED: dict[str, list[str]] = {
     "moonshotai__Kimi-K3": ["text_config.linear_attn_config", "text_config.routed_expert_hidden_size",
                             "text_config.mla_use_output_gate"],
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": ["block_configs"],
-    **{name: ["compress_ratios", "index_topk", "index_head_dim", "index_n_heads", "o_lora_rank", "o_groups",
-              "hc_mult", "num_hash_layers"] + (["expert_dtype"] if not name.startswith("sgl-project") else [])
-       for name in ("deepseek-ai__DeepSeek-V4-Flash", "deepseek-ai__DeepSeek-V4-Pro", "nvidia__DeepSeek-V4-Flash-NVFP4",
-                    "nvidia__DeepSeek-V4-Pro-NVFP4", "sgl-project__DeepSeek-V4-Flash-FP8",
-                    "sgl-project__DeepSeek-V4-Pro-FP8")},
 }
 
 

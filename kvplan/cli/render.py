@@ -64,6 +64,11 @@ def formula(plan: Plan) -> str:
     if len(layout.groups) == 1 and layout.mixed:  # layers of different pages in one block: each spec's own sum
         terms = [f"({layer.block_formula(count, plan.tensor_parallel, bs, kvb)})" for layer, count in layout.mixed]
         return f"block bytes = {' + '.join(terms)} = {layout.block_bytes:,} B"
+    if layout.groups[0].members:  # vLLM's packed groups: a block id costs the widest group's pages
+        terms = [" + ".join(layer.block_formula(count, plan.tensor_parallel, bs, kvb) for layer, count in g.members)
+                 for g in layout.groups]
+        return (f"block bytes = the widest of {layout.num_groups} packed groups ("
+                f"{'; '.join(terms)}) = {layout.block_bytes:,} B")
     kinds = ", ".join(f"{g.real_layers}x {g.layer.describe()}" for g in layout.groups)
     return (f"{layout.num_groups} KV groups of {layout.groups[0].slots} layer slots ({kinds}); page = {bs} tokens x "
             f"{layout.page_bytes // bs:,} B = {layout.page_bytes:,} B per layer; block bytes = page x "

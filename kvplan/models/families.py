@@ -61,6 +61,7 @@ FAMILIES: dict[str, Family] = {
                   norms_per_layer=1, lm_head_bias=True, exact=True),
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
+    "deepseek_v4": Family(exact=True),  # 284.3B (Flash) and 1,573.0B (Pro) against the cards' 284B and 1.6T
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and
     # MiniMaxM3MoE's e_score_correction_bias (use_routing_bias, which its config sets)
     "minimax_m3": Family(qk_norm=True, expert_score_bias=True),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import KvplanError
 from kvplan.models import modelopt
 from kvplan.models import params as param_count
 from kvplan.models.blocks import block_pattern, block_pattern_key
+from kvplan.models.compressed_attention import compressed_layers, compressed_notes
 from kvplan.models.families import Family, family_of
 from kvplan.models.fields import MAX_CONTEXT, ConfigFields
 from kvplan.models.layers import (
@@ -117,8 +119,9 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     tie = _tied(top, lm, family)
     dtype = lm.text(("torch_dtype", "dtype")) or top.text(("torch_dtype", "dtype")) or "float32"
     quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config")) or quant_file
+    quant = _expert_format(lm, quant)
     max_context, context_note = _max_context(lm, family)
-    notes = [context_note] if context_note else []
+    notes = ([context_note] if context_note else []) + compressed_notes(layers)
 
     params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
                                                             layers, moe, tie))
@@ -190,6 +193,9 @@ def _kv_heads(lm: ConfigFields, heads: int) -> int:
 def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int) -> list[Layer]:
     if heads == 0:
         return [_state_layer(lm, family, hidden, pure=True)] * num_layers
+    compressed = compressed_layers(lm, num_layers)  # DeepSeek-V4 (kvplan.models.compressed_attention)
+    if compressed is not None:
+        return compressed
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
         latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
@@ -537,6 +543,21 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
     skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
     return Quantization(method, bits, group if group and group > 0 else None,
                         tuple(str(s) for s in skipped))
+
+
+def _expert_format(lm: ConfigFields, quant: Quantization | None) -> Quantization | None:
+    """DeepSeek-V4's expert_dtype beside an fp8 checkpoint (vLLM 0.33.0 models/deepseek_v4/quant_config.py
+    DeepseekV4FP8Config, which model_executor/models/config.py puts in place of fp8 for deepseek_v4): "fp4" loads
+    the routed experts as MXFP4 (Mxfp4MoEMethod), "fp8" as the block fp8 of every other linear layer. Under another
+    quantization (ModelOpt's NVFP4 copies) vLLM does not read it."""
+    if not lm.has("expert_dtype"):
+        return quant
+    fmt = lm.text("expert_dtype")
+    if fmt not in ("fp4", "fp8"):
+        raise lm.fail("expert_dtype", f"({fmt!r:.20}) must be fp4 or fp8, the formats vLLM 0.33.0 takes")
+    if quant is None or quant.method != "fp8" or fmt == "fp8":
+        return quant
+    return replace(quant, expert_format="mxfp4")
 
 
 def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:

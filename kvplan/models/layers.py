@@ -47,6 +47,8 @@ class MixerCounter(Protocol):
 
     def latent_attention(self, indexer: bool = True) -> int: ...
 
+    def compressed_attention(self, ratio: int) -> int: ...
+
     def index_branch(self, index_dim: int) -> int: ...
 
     def state_mixer(self) -> int: ...
@@ -68,6 +70,12 @@ class LayerKind(Protocol):
     latent_cache: ClassVar[bool]  # caches one compressed latent per token (MLA), served by latent backends
     # The one block size the engines' kernels for this kind take, whatever the user asks; None: any
     kernel_block_size: ClassVar[int | None]
+    # pages of several sizes packed side by side in one block (vLLM's block-outermost layout; capacity.is_packed)
+    block_outermost: ClassVar[bool]
+
+    def block_tokens(self, block_size: int) -> int:
+        """Tokens of one of this cache's blocks in a pool of block_size-token blocks (a fixed size of its own)."""
+        ...
 
     @property
     def attention_chunk(self) -> int | None:
@@ -150,10 +158,14 @@ class _PlainFlags:
     state_outside_pool: ClassVar[bool] = False
     latent_cache: ClassVar[bool] = False
     kernel_block_size: ClassVar[int | None] = None
+    block_outermost: ClassVar[bool] = False
 
     @property
     def attention_chunk(self) -> int | None:
         return None
+
+    def block_tokens(self, block_size: int) -> int:
+        return block_size
 
 
 class _OneMixer(_PlainFlags):

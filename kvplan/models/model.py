@@ -53,6 +53,8 @@ class Quantization:
     # the file ModelOpt's settings were read from (hf_quant_config.json, or config.json where its
     # quantization_config is ModelOpt's own); empty for any other quantization
     source: str = ""
+    # the routed experts' own format beside the rest's (DeepSeek-V4's expert_dtype "fp4": MXFP4); None: the same
+    expert_format: str | None = None
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,12 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         vocab = -(-vocab // pad) * pad
 
     mixers = _Mixers(lm, family, hidden, heads, intermediate)
+    hc_layer, hc_head = hyper_connections(lm, hidden)
     by_layer = []
     for index, layer in enumerate(layers):
         before = mixers.loose
-        mixer = layer.mixer_params(mixers)
+        mixer = layer.mixer_params(mixers) + hc_layer
+        mixers.loose += hc_layer
         mixer_loose = mixers.loose - before
         if not _has_mlp(lm, layer):
             by_layer.append(LayerParams(mixer - mixer_loose, 0, 0, mixer_loose + norm))
@@ -62,7 +64,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         embeddings += norm
     lm_head = 0 if tied else vocab * hidden + (vocab if family.lm_head_bias else 0)
     vision, vision_exact = _vision(top, hidden)
-    total = embeddings + decoder + norm + lm_head + vision
+    total = embeddings + decoder + norm + hc_head + lm_head + vision
 
     exact = family.exact and vision_exact
     note = "" if exact else (
@@ -174,6 +176,29 @@ class _Mixers:
         self.loose += 2 * index_dim
         return self.hidden * (heads + 1) * index_dim + 2 * index_dim
 
+    def compressed_attention(self, ratio: int) -> int:
+        """DeepSeek-V4's attention (vLLM 0.33.0 models/deepseek_v4/attention.py DeepseekV4Attention): fused_wqa_wkv
+        (hidden -> q_lora_rank + head_dim), q_norm, wq_b (q_lora_rank -> heads x head_dim), kv_norm, the grouped
+        output projection wo_a (heads x head_dim / o_groups -> o_groups x o_lora_rank) and wo_b (-> hidden), one
+        sink per head; where ratio > 1 a compressor (compressor.py DeepseekCompressor: ape of ratio x coff x
+        head_dim, the unquantized fused_wkv_wgate hidden -> 2 x coff x head_dim, a norm), and where ratio is 4 an
+        indexer (DeepseekV4Indexer: wq_b q_lora_rank -> index_n_heads x index_head_dim, the unquantized
+        weights_proj hidden -> index_n_heads, and its own compressor of index_head_dim)."""
+        lm, hidden, heads = self.lm, self.hidden, self.heads
+        head_dim, q_lora = lm.integer("head_dim"), lm.integer("q_lora_rank")
+        groups, o_lora = lm.integer("o_groups"), lm.integer("o_lora_rank")
+        linear = (hidden * (q_lora + head_dim) + q_lora * heads * head_dim
+                  + heads * head_dim // groups * groups * o_lora + groups * o_lora * hidden)
+        loose = q_lora + head_dim + heads
+        if ratio > 1:
+            loose += _compressor(hidden, head_dim, ratio)
+        if ratio == 4:
+            index_dim, index_heads = lm.integer("index_head_dim"), lm.integer("index_n_heads")
+            linear += q_lora * index_heads * index_dim
+            loose += hidden * index_heads + _compressor(hidden, index_dim, ratio)
+        self.loose += loose
+        return linear + loose
+
     def _sparse_indexer(self, q_input: int) -> int:
         """DeepSeek-V3.2's lightning indexer beside MLA: query and key projections, a LayerNorm on the key
         and per-head weights."""
@@ -237,6 +262,24 @@ class _Mixers:
                 + inner * state + inner + inner * hidden + proj_bias + inner_norms)
 
 
+def _compressor(hidden: int, head_dim: int, ratio: int) -> int:
+    """A DeepSeek-V4 compressor: ape, fused_wkv_wgate and a norm; windows overlap (coff 2) at ratio 4."""
+    coff = 1 + (ratio == 4)
+    return ratio * coff * head_dim + hidden * 2 * coff * head_dim + head_dim
+
+
+def hyper_connections(lm: ConfigFields, hidden: int) -> tuple[int, int]:
+    """DeepSeek-V4's manifold-constrained hyper-connections (vLLM 0.33.0 models/deepseek_v4/nvidia/model.py): per
+    decoder layer hc_attn_fn and hc_ffn_fn ((2 + hc_mult) x hc_mult rows of hc_mult x hidden), their bases and
+    three scales each; once, the head's hc_head_fn (hc_mult x hc_mult x hidden), base and scale. (0, 0) without
+    hc_mult."""
+    mult = lm.optional_int("hc_mult") or 0
+    if not mult:
+        return 0, 0
+    mix = (2 + mult) * mult
+    return 2 * (mix * mult * hidden + mix + 3), mult * mult * hidden + mult + 1
+
+
 def _gated_delta_net(lm: ConfigFields) -> bool:
     return lm.has("linear_num_value_heads")
 
@@ -285,7 +328,13 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
         loose += hidden
-    if lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
+    if index < (lm.optional_int("num_hash_layers", minimum=0) or 0):
+        # DeepSeek-V4's hash-routed layers: a token -> experts table (vocab x top-k) instead of the score bias
+        # (vLLM 0.33.0 models/deepseek_v4/nvidia/model.py DeepseekV4MoE: gate.tid2eid)
+        table = lm.integer("vocab_size") * moe.experts_per_token
+        router += table
+        loose += table
+    elif lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
         router += moe.num_experts  # e_score_correction_bias
         loose += moe.num_experts
     return experts + router + shared, experts, loose
