@@ -9,6 +9,7 @@ import pytest
 from kvplan.api import estimate
 from kvplan.engines.sglang import defaults
 from kvplan.engines.sglang.releases import RELEASES, release_of
+from kvplan.engines.sglang.running import mamba_slots_per_request, running_requests
 
 # nvidia-smi totals (kvplan/data/gpus.json nvml_total_mib): RTX 4090 24,564 MiB, H100 SXM 81,559, H200 143,771
 RTX4090, H100, H200 = 24_564, 81_559, 143_771
@@ -151,3 +152,42 @@ def test_aiter_scales_a_given_fraction_too():
     # SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set)
     plan = estimate("Qwen/Qwen2.5-7B", gpu="mi300x", engine="sglang", max_model_len=32768, gpu_memory_utilization=0.9)
     assert plan.engine.gpu_memory_utilization == pytest.approx(0.9 * 0.85)
+
+
+@pytest.mark.parametrize("tokens, given, dp, release, expected", [
+    # default: tokens / context (32,768) x 512 within 2,048-4,096 (0.5.9 init_memory_pool)
+    (1_000_000, None, 1, (0, 5, 9), 4096),  # 15,625 -> 4,096
+    (100_000, None, 1, (0, 5, 9), 2048),  # 1,562 -> 2,048
+    (3_000, None, 1, (0, 5, 9), 2048),
+    (3_000, None, 1, (0, 5, 10), 1500),  # 0.5.10 _resolve_max_num_reqs: at most 3,000 // 2
+    # a given 100 under attention DP 4: 0.5.9 as given; 0.5.10 100 // 4 = 25, at most the estimate; 0.5.14 at most
+    # tokens // 2 (0.5.23 kv_cache_configurator.py resolve_max_num_reqs)
+    (3_000, 100, 4, (0, 5, 9), 100),
+    (3_000, 100, 4, (0, 5, 10), 25),
+    (40, 100, 4, (0, 5, 13), 25),
+    (40, 100, 4, (0, 5, 14), 20),
+])
+def test_max_running_requests_by_release(tokens, given, dp, release, expected):
+    assert running_requests(tokens, 32768, given, dp, release) == expected
+
+
+def test_the_default_running_requests_cap_short_contexts():
+    # issue 18 section 3.8. Qwen2.5-0.5B on a B200 at 32K: a pool of millions of tokens runs thousands of 2,048-token
+    # requests by its KV, but SGLang runs at most 4,096 (tokens / 32,768 x 512 is far above the ceiling)
+    plan = estimate("Qwen/Qwen2.5-0.5B", gpu="b200", engine="sglang", max_model_len=32768)
+    rung = next(rung for rung in plan.capacity.ladder if rung.context == 2048)
+    assert rung.kv_limited > 4096 and rung.concurrency == 4096
+    assert any(note.startswith("max_running_requests 4,096") for note in plan.notes)
+
+
+@pytest.mark.parametrize("architecture, release, slots", [
+    # issue 18 section 3.6: mamba_radix_cache_strategy auto resolves to extra_buffer (overlap scheduler on) from
+    # 0.5.14 for the architectures server_args names: 3 + 2 tracking slots a running request (get_mamba_tracking_slots)
+    ("Qwen3NextForCausalLM", (0, 5, 13), 3),
+    ("Qwen3NextForCausalLM", (0, 5, 14), 5),
+    ("KimiLinearForCausalLM", (0, 5, 14), 3),  # not in 0.5.14's list
+    ("KimiLinearForCausalLM", (0, 5, 23), 5),  # in 0.5.23's _MAMBA_EXTRA_BUFFER_ARCHS
+    ("JambaForCausalLM", (0, 5, 23), 3),
+])
+def test_mamba_slots_a_running_request(architecture, release, slots):
+    assert mamba_slots_per_request(architecture, release) == slots

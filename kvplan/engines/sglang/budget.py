@@ -21,7 +21,7 @@ replays of real logs land a few tens of MiB above the logged pool (docs/calibrat
 
 from __future__ import annotations
 
-from kvplan.capacity import PoolLayout, SplitPools, TokenPool
+from kvplan.capacity import PoolLayout, SplitPools, TokenPool, pool_layouts
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.sglang import speculative
@@ -39,6 +39,7 @@ from kvplan.engines.sglang.lora import lora_pool
 from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
 from kvplan.engines.sglang.releases import RELEASES, release_of
+from kvplan.engines.sglang.running import extra_buffer, mamba_slots_per_request, running_requests
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -49,10 +50,6 @@ from kvplan.units import MiB, dtype_bytes
 MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_SSM_BYTES = 4  # mamba_ssm_dtype float32, where the config names none
 SWA_FULL_TOKENS_RATIO = 0.8
-# model_runner_kv_cache_mixin.py (v0.5.6-v0.5.9) init_memory: running requests are capped at the Mamba slots //
-# calculate_mamba_ratio(), which is MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3 with the radix cache on and no
-# extra state buffer (1 with --disable-radix-cache, 3 + 1 or 2 with the extra_buffer scheduling strategy).
-MAMBA_SLOTS_PER_RUNNING_REQUEST = 3
 # configs/model_config.py is_hybrid_swa_model (v0.5.6-v0.5.9; Gemma 4 joined later): the architectures SGLang
 # gives a full-attention and a sliding-window pool (SWAKVPool). Every other model with windowed layers (Gemma 2
 # and 3, Mistral's sliding_window) keeps every token of every layer in one pool.
@@ -284,13 +281,35 @@ class Sglang(PoolRules):
                            TokenPool("swa", swa, swa_cell, windowed[0])), page, chunk)
 
     def request_cap(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> tuple[int | None, str | None]:
-        """init_memory: a Mamba hybrid runs at most max_mamba_cache_size // 3 requests at once."""
+        """max_running_requests once the pool is sized (running.py), a Mamba hybrid's also at most its state slots
+        // the slots a request takes."""
+        dep, release = target.deployment, release_of(target.deployment.engine_version)
+        tokens = self._pool_tokens(target, settings, memory)
+        cap = running_requests(tokens, settings.max_model_len, dep.max_num_seqs, attention_dp(target), release)
+        shortest = min(common.ladder_contexts(target, settings.max_model_len)[0], default=settings.max_model_len)
+        note = (f"max_running_requests {cap:,}: SGLang's default for a pool of {tokens:,} tokens at context "
+                f"{settings.max_model_len:,} caps the short contexts" if dep.max_num_seqs is None
+                and cap < tokens // max(shortest, 1) else None)
         if not state_bytes_per_request(target):
-            return None, None
+            return cap, note
         slots = self._mamba(target, max(self._rest(target, settings, memory.weights_bytes), 0))[0]
-        cap = slots // MAMBA_SLOTS_PER_RUNNING_REQUEST
-        return cap, (f"Mamba state slots cap running requests at {slots} // {MAMBA_SLOTS_PER_RUNNING_REQUEST} = "
-                     f"{cap} (SGLang's max_running_requests, radix cache on)")
+        ratio = mamba_slots_per_request(target.spec.architecture, release)
+        if slots // ratio >= cap:
+            return cap, note
+        strategy = "extra_buffer" if extra_buffer(target.spec.architecture, release) else "no_buffer"
+        return slots // ratio, (f"Mamba state slots cap running requests at {slots} // {ratio} = {slots // ratio} "
+                                f"(SGLang's max_running_requests, radix cache on, {strategy})")
+
+    def _pool_tokens(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> int:
+        """max_total_num_tokens as build_plan sizes it (the full-attention pool's of a hybrid-SWA model)."""
+        prepared = common.prepare(target, True, settings, self)
+        kv_tp = self.kv_tensor_parallel(target)
+        layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes,
+                               kv_tp, settings.max_model_len)
+        blocks = min(self.capped_blocks(target, settings, layout.num_blocks(max(memory.kv_cache_bytes, 0)))
+                     for layout in layouts)
+        split = self.pools(target, settings, 0, blocks * settings.block_size, prepared.kv_bytes, kv_tp)
+        return split.pools[0].tokens if split is not None else blocks * settings.block_size
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         given = target.deployment.gpu_memory_utilization is not None

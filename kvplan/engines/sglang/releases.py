@@ -50,6 +50,8 @@ RELEASES = Releases("SGLang", COVERED, changes=(
                                      "server_args.py)"),
     Change(HALF_POOL_REQUESTS_FROM, "max_running_requests at most tokens // 2 (0.5.10 "
                                     "model_runner_kv_cache_mixin.py _resolve_max_num_reqs)"),
+    Change(GIVEN_REQUESTS_HALF_POOL_FROM, "a given max_running_requests // attention DP, at most tokens // 2 (0.5.14 "
+                                          "model_runner_kv_cache_mixin.py _resolve_max_num_reqs)"),
     Change(SWA_FULL_POOL_CELL_FROM, "hybrid SWA: the cell is F + ratio x S, --max-total-tokens caps the full pool "
                                     "(0.5.11 pool_configurator.py)"),
     Change(DRAFT_IN_POOL_FROM, "the draft's KV in the target's cell and its weights in the profile, no speculative "
