@@ -222,3 +222,19 @@ def test_lora_without_target_modules_is_refused(tmp_path):
     config = write(tmp_path, "enable_lora: true\n")
     with pytest.raises(KvplanError, match="takes the LoRA target modules from the adapters"):
         plan_of(pasted("--config", config))
+
+
+def test_mamba_ssm_cache_dtype_sizes_the_states(tmp_path):
+    # kv_cache_config.mamba_ssm_cache_dtype bfloat16 (validate_and_set_mamba_ssm_cache_dtype, model_loader.py) for
+    # Nemotron-3-Nano-30B-A3B BF16, max_batch_size 64, on an H100 at 32K: 23 layers x (36,864 conv + 64 x 64 x 128
+    # x 2 B SSM) = 24,965,120 B a request, 65 x that = 1,622,732,800 B of fixed cost; the memory of
+    # tests/test_trtllm_rules.py's Mamba test, 18,247,303,237 B: (18,247,303,237 - 1,622,732,800) // 6,144
+    # = 2,705,822 tokens -> 84,556 blocks = 2,705,792 tokens (float32 states, the config's: 2,450,656)
+    nano = Path(__file__).parent / "fixtures" / "configs" / "frontier" / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+    config = write(tmp_path, "kv_cache_config:\n  mamba_ssm_cache_dtype: bfloat16\n  mamba_state_config:\n"
+                             "    periodic_snapshot_interval: 256\n")
+    dep = from_cli({"gpu": ("h100", "--gpu")}, [], None, ["trtllm-serve", str(nano), "--max_batch_size", "64",
+                                                         "--max_seq_len", "32768", "--config", config], environ={})
+    plan = plan_of(dep)
+    assert plan.capacity.num_blocks == 84_556 and plan.capacity.tokens == 2_705_792
+    assert any("mamba_state_config is accepted but not modelled" in note for note in plan.notes)

@@ -94,6 +94,7 @@ DIALECT = Dialect(
                      "gpu_memory_utilization": ("kv-cache-free-gpu-mem-fraction",)},
     # kv_offloading_size: kv_cache_config.host_cache_size; attention_data_parallel_size: --enable_attention_dp
     own_knobs=frozenset({"backend", "kv_offloading_size", "attention_data_parallel_size", "enable_lora",
-                         "max_lora_rank", "max_loras", "max_cpu_loras", "lora_target_modules"}),
+                         "max_lora_rank", "max_loras", "max_cpu_loras", "lora_target_modules",
+                         "mamba_ssm_cache_dtype"}),
     reads_words=attention_dp_words,
 )

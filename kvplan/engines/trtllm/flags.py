@@ -111,6 +111,7 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     "kv_cache_config.dtype": "kv_cache_dtype",
     "kv_cache_config.max_gpu_total_bytes": "kv_cache_memory_bytes",
     "kv_cache_config.max_tokens": "max_total_tokens",
+    "kv_cache_config.mamba_ssm_cache_dtype": "mamba_ssm_cache_dtype",  # the SSM states' dtype (trtllm/mamba.py)
     # bytes of host memory per rank for the secondary (offload) pool: kvplan's kv_offloading_size, in GiB
     # (options.py converts; engines/trtllm/host_cache.py sizes it)
     "kv_cache_config.host_cache_size": "kv_offloading_size",
@@ -145,7 +146,7 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
     "kv_cache_config.sink_token_length": "sink tokens always kept in the attention window",
     "kv_cache_config.cross_kv_cache_fraction": "a share of the pool kept for cross attention (encoder-decoder)",
     "kv_cache_config.use_uvm": "KV cache in unified memory",
-    "kv_cache_config.mamba_ssm_cache_dtype": "Mamba state dtype",
+    "kv_cache_config.mamba_state_config": "Mamba state snapshots for prefix reuse: extra state slots",
     "kv_cache_config.use_kv_cache_manager_v2": "the experimental KV cache manager v2",
     "kv_cache_config.max_util_for_resume": "KV cache manager v2's resume threshold",
     "cuda_graph_config": "CUDA graphs for decode batches: up to 200 MB each, says llm_args.py",
@@ -185,7 +186,8 @@ EXTRA_OPTIONS_INERT: tuple[str, ...] = (
     "kv_cache_config.enable_block_reuse", "kv_cache_config.enable_partial_reuse",
     "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.onboard_blocks",
     "kv_cache_config.secondary_offload_min_priority", "kv_cache_config.event_buffer_max_size",
-    "kv_cache_config.attention_dp_events_gather_period_ms",
+    "kv_cache_config.attention_dp_events_gather_period_ms", "kv_cache_config.mamba_ssm_stochastic_rounding",
+    "kv_cache_config.mamba_ssm_philox_rounds",
     "lora_config.lora_dir", "lora_config.lora_ckpt_source", "lora_config.trtllm_modules_to_hf_modules",
     "lora_config.lora_weights_converters",
     "tokenizer", "tokenizer_mode", "custom_tokenizer", "skip_tokenizer_init", "trust_remote_code",

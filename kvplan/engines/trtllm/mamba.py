@@ -16,19 +16,28 @@ from __future__ import annotations
 from kvplan.capacity import pipeline_stages
 from kvplan.engines.base import PlanInput
 from kvplan.models.layers import RecurrentState, StateOnly
+from kvplan.units import dtype_bytes
 
 DUMMY_SLOTS = 1  # num_reserved_dummy_slots=1 in CppMambaHybridCacheManager.get_cache_size_per_token
 
 
 def state_bytes_per_rank(target: PlanInput, decoder_layers: int, last: bool, model_bytes: int) -> int:
-    """One request's states over the stage's Mamba / linear-attention layers on one rank."""
+    """One request's states over the stage's Mamba / linear-attention layers on one rank; the SSM state in
+    kv_cache_config.mamba_ssm_cache_dtype where one is given (model_loader.py validate_and_set_mamba_ssm_cache_dtype),
+    else the config's."""
     spec, dep = target.spec, target.deployment
     spans = pipeline_stages(spec.num_layers, dep.pipeline_parallel_size)
     span = next((s for i, s in enumerate(spans) if len(s) == decoder_layers and (i == len(spans) - 1) == last),
                 spans[-1])
-    return sum(cache.sequence_state_bytes(model_bytes, model_bytes, dep.tensor_parallel_size)
-               for index in span for cache in spec.layers[index].cache_layers()
-               if isinstance(cache, (RecurrentState, StateOnly)))
+    forced = (dtype_bytes(dep.mamba_ssm_cache_dtype, dep.where("mamba_ssm_cache_dtype"))
+              if dep.mamba_ssm_cache_dtype != "auto" else None)
+    total = 0
+    for cache in (cache for index in span for cache in spec.layers[index].cache_layers()):
+        if isinstance(cache, RecurrentState) and forced is not None:
+            total += cache.as_served(model_bytes, forced, 0, 0).state_page_bytes(dep.tensor_parallel_size)
+        elif isinstance(cache, (RecurrentState, StateOnly)):
+            total += cache.sequence_state_bytes(model_bytes, model_bytes, dep.tensor_parallel_size)
+    return total
 
 
 def state_intercept(target: PlanInput, max_batch_size: int, state_bytes: int) -> int:
