@@ -181,3 +181,15 @@ def test_explain_checks_the_logged_encoder_budget():
     checks = {check.figure: check for check in result.checks}
     assert checks["encoder_cache_tokens"].logged == 8192 and checks["encoder_cache_tokens"].matches
     assert checks["tokens"].matches
+
+
+def test_encoder_tp_mode_data_keeps_the_tower_whole_on_each_rank():
+    # --mm-encoder-tp-mode data (config/multimodal.py): where the model class sets supports_encoder_tp_data
+    # (qwen2_5_vl.py) each TP rank holds the whole tower: Qwen2.5-VL-7B at TP 2 holds 676,550,144 x 2 B / 2 more;
+    # Gemma 3 does not support it and vLLM falls back to 'weights' (config/model.py): nothing changes.
+    split = _plan("Qwen/Qwen2.5-VL-7B-Instruct", tensor_parallel_size=2)
+    whole = _plan("Qwen/Qwen2.5-VL-7B-Instruct", tensor_parallel_size=2, mm_encoder_tp_mode="data")
+    assert whole.memory.weights_bytes - split.memory.weights_bytes == 676_550_144 * 2 // 2
+    gemma = _plan("google/gemma-3-27b-it", tensor_parallel_size=2, mm_encoder_tp_mode="data")
+    assert gemma.memory.weights_bytes == _plan("google/gemma-3-27b-it", tensor_parallel_size=2).memory.weights_bytes
+    assert any("falls back to 'weights'" in note for note in gemma.notes)

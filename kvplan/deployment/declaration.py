@@ -145,6 +145,9 @@ class Deployment:
     language_model_only: bool = knob("bool", "vLLM: every modality off (no encoder profiling).", False,
                                       engine_only=True)
     skip_mm_profiling: bool = knob("bool", "vLLM: no encoder run in the memory profile.", False, engine_only=True)
+    mm_encoder_tp_mode: str = knob("str", "vLLM: 'data' keeps the whole vision tower on every TP rank and splits its "
+                                   "batch instead (where the model supports it).", "weights",
+                                   choices=("weights", "data"), engine_only=True)
     cpu_offload_gb: float | None = knob("float", "vLLM, SGLang: GiB of weights per GPU moved to pinned CPU memory "
                                         "(whole parameters of the first decoder layers, until the amount is "
                                         "reached).",

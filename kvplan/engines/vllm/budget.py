@@ -13,7 +13,7 @@ from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.blocks import kv_block_size
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
-from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile, tower_skipped
+from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile, tower_replicated, tower_skipped
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
@@ -310,7 +310,7 @@ class Vllm(PoolRules):
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
             weights_bytes -= moved.moved_bytes if moved else 0
-            weights_bytes -= skipped_tower_bytes(target)
+            weights_bytes += replicated_tower_bytes(target) - skipped_tower_bytes(target)
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -365,6 +365,12 @@ class Vllm(PoolRules):
         encoder = encoder_of(target, settings)
         if encoder:
             notes.append(encoder.note())
+        replicated = tower_replicated(spec, dep)
+        if replicated is not None and dep.tensor_parallel_size > 1:
+            notes.append(f"--mm-encoder-tp-mode data: the vision tower whole on each rank, "
+                         f"{replicated_tower_bytes(target) / GiB:.2f} GiB more weights (vLLM 0.33.0)" if replicated
+                         else f"--mm-encoder-tp-mode data: {spec.architecture} does not support it; vLLM falls back "
+                         "to 'weights' (the tower split over TP)")
         if skipped_tower_bytes(target):
             notes.append(f"vision tower not loaded (every modality it serves has a limit of 0): "
                          f"{skipped_tower_bytes(target) / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
@@ -468,13 +474,26 @@ def encoder_of(target: PlanInput, settings: EngineSettings) -> EncoderProfile | 
                            dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
 
 
+def _tower_bytes(target: PlanInput) -> int:
+    spec, dep = target.spec, target.deployment
+    return spec.params.vision * dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0])
+
+
+def replicated_tower_bytes(target: PlanInput) -> int:
+    """What --mm-encoder-tp-mode data adds to a rank of a single stage: the tower's other TP shares."""
+    dep = target.deployment
+    if dep.pipeline_parallel_size > 1 or not tower_replicated(target.spec, dep):
+        return 0
+    return _tower_bytes(target) - _tower_bytes(target) // dep.tensor_parallel_size
+
+
 def skipped_tower_bytes(target: PlanInput) -> int:
     """The vision tower's bytes on one rank of the first stage where vLLM does not build it (one stage only:
     with pipeline stages the tower stays counted)."""
     spec, dep = target.spec, target.deployment
     if dep.pipeline_parallel_size > 1 or not tower_skipped(spec, dep):
         return 0
-    return spec.params.vision * dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]) // dep.tensor_parallel_size
+    return _tower_bytes(target) // dep.tensor_parallel_size
 
 
 def _budget_of(profile: EncoderProfile | None) -> int | None:

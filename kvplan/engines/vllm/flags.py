@@ -411,11 +411,11 @@ NOTED: dict[str, tuple[str, str]] = {
     "offload-prefetch-step": ("value", "how far ahead offloaded weights are prefetched (GPU staging)"),
     "offload-params": ("list", "which parameters group offloading moves"),
     # MultiModalConfig
-    # --language-model-only, --limit-mm-per-prompt, --mm-processor-kwargs and --skip-mm-profiling are modelled
+    # --language-model-only, --limit-mm-per-prompt, --mm-processor-kwargs, --skip-mm-profiling and
+    # --mm-encoder-tp-mode are modelled
     # (Deployment knobs; engines/vllm/multimodal.py)
     "mm-processor-cache-gb": ("value", "multimodal processor cache in host RAM (per API process); 0 disables it"),
     "mm-encoder-only": ("bool+no", "encoder-only instance: no language-model KV cache"),
-    "mm-encoder-tp-mode": ("value", "'data' replicates the encoder on every TP rank (more weight bytes)"),
     "video-pruning-rate": ("value", "prunes video tokens: smaller encoder cache and profiling"),
     "mm-processor-device": ("value", "running the processor on the GPU uses GPU memory outside the budget"),
     "mm-ipc-gpu-memory-gb": ("value", "GPU memory set aside for multimodal tensor IPC"),

@@ -40,6 +40,7 @@ class Processor:
     """A family's processor (vLLM's <Model>ProcessingInfo): the largest item of each modality it supports."""
 
     modalities: tuple[str, ...] = ("image", "video")  # those its vision tower serves
+    encoder_tp_data: bool = False  # the model class's supports_encoder_tp_data (--mm-encoder-tp-mode data)
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         """Whether vLLM forces --disable-chunked-mm-input (platforms/cuda.py, for a model_config.is_mm_prefix_lm:
@@ -102,6 +103,7 @@ class Llama4(Processor):
     (get_patch_per_chunk), plus the global tile a many-tile image gets (transformers Llama4Processor)."""
 
     modalities = ("image",)
+    encoder_tp_data = True  # mllama4.py Llama4ForConditionalGeneration
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
@@ -150,6 +152,7 @@ class QwenVL(Processor):
     temporal_patch_size frames, for as many frames (up to 14) as max_model_len holds, at least one."""
 
     default_pixels = 12_845_056
+    encoder_tp_data = True  # qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py (and Qwen3.5's subclasses)
 
     def image_tokens(self, tower: VisionTower, kwargs: dict[str, Any]) -> int:
         return _grid_tokens(_pixels(kwargs, "images_kwargs", self.default_pixels), self.unit(tower))
@@ -239,6 +242,15 @@ def count(given: dict[str, Any], modality: str, language_only: bool) -> int:
         return 0
     value = given.get(modality, UNNAMED_LIMIT)
     return int(value.get("count", UNNAMED_LIMIT) if isinstance(value, dict) else value)
+
+
+def tower_replicated(spec: ModelSpec, dep: Deployment) -> bool | None:
+    """--mm-encoder-tp-mode data: the whole tower on every TP rank where the model class supports it (True), the
+    'weights' split it falls back to where not (False, config/model.py warns); None where the mode is 'weights'."""
+    if dep.mm_encoder_tp_mode != "data" or spec.tower is None or tower_skipped(spec, dep):
+        return None
+    processor = PROCESSORS.get(spec.architecture)
+    return bool(processor and processor.encoder_tp_data)
 
 
 def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
