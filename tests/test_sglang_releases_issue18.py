@@ -191,3 +191,21 @@ def test_the_default_running_requests_cap_short_contexts():
 ])
 def test_mamba_slots_a_running_request(architecture, release, slots):
     assert mamba_slots_per_request(architecture, release) == slots
+
+
+@pytest.mark.parametrize("version, cap, full, swa", [
+    # issue 18 section 3.7. gpt-oss-20b: 12 full and 12 sliding layers of 8 KV heads x 64 x (K, V) x 2 B = 2,048 B,
+    # so F = S = 24,576 B a token. At 0.85 on an H100 the pool is 57,948,046,077 B (the budget rule,
+    # test_sglang_rules.py). 0.5.9-0.5.10 (set_num_tokens_hybrid_swa): 57,948,046,077 // 49,152 = 1,178,956 tokens of
+    # every layer, capped, then re-split: full = int(tokens x 2 / 1.8). 0.5.11+ (pool_configurator.py
+    # HybridSWAPoolConfigurator): full = int(57,948,046,077 // (24,576 + 0.8 x 24,576)) = 1,309,951, the cap on it.
+    ("0.5.9", None, 1_309_951, 1_047_960), ("0.5.23", None, 1_309_951, 1_047_960),
+    ("0.5.10", 100_000, 111_111, 88_888),  # int(100,000 x 2 / 1.8) = 111,111; int(x 0.8) = 88,888
+    ("0.5.11", 100_000, 100_000, 80_000),
+])
+def test_the_swa_split_caps_the_full_pool_from_0_5_11(version, cap, full, swa):
+    plan = estimate("openai/gpt-oss-20b", gpu="h100", engine="sglang", max_model_len=32768, engine_version=version,
+                    max_total_tokens=cap, gpu_memory_utilization=0.85)
+    assert plan.memory.kv_cache_bytes == 57_948_046_077
+    pools = {pool.name: pool.tokens for pool in plan.pools.pools}
+    assert (plan.capacity.tokens, pools["full"], pools["swa"]) == (full, full, swa)

@@ -38,7 +38,7 @@ from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.lora import lora_pool
 from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
-from kvplan.engines.sglang.releases import RELEASES, release_of
+from kvplan.engines.sglang.releases import RELEASES, SWA_FULL_POOL_CELL_FROM, release_of
 from kvplan.engines.sglang.running import extra_buffer, mamba_slots_per_request, running_requests
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -95,6 +95,23 @@ def swa_split(tokens: int, full_cell: int, swa_cell: int, ratio: float | None = 
     ratio = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
     full = int(tokens * (full_cell + swa_cell) / (full_cell + ratio * swa_cell))
     return full // page_size * page_size, swa_tokens(full, ratio, page_size)
+
+
+def full_pool_tokens(pool_bytes: int, full_cell: int, swa_cell: int, ratio: float | None = None,
+                     cap: int | None = None, page_size: int = 1) -> int:
+    """HybridSWAPoolConfigurator (model_executor/pool_configurator.py, 0.5.11+): the full-attention pool's tokens are
+    the pool's bytes over a cell of F + ratio x S, then at most --max-total-tokens, in whole pages."""
+    ratio = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
+    tokens = int(max(pool_bytes, 0) // (full_cell + ratio * swa_cell))
+    return (tokens if cap is None else min(tokens, cap)) // page_size * page_size
+
+
+def _caps_full_pool(target: PlanInput) -> bool:
+    """A hybrid-SWA architecture with full and sliding layers, on a release that sizes its full pool directly."""
+    layers = [layer for layer in target.spec.layers if layer.holds_kv]
+    return (target.spec.architecture in HYBRID_SWA_ARCHITECTURES and release_of(target.deployment.engine_version)
+            >= SWA_FULL_POOL_CELL_FROM and any(layer.drops_old_tokens for layer in layers)
+            and not all(layer.drops_old_tokens for layer in layers))
 
 
 def swa_tokens(full_tokens: int, ratio: float | None = None, page_size: int = 1) -> int:
@@ -239,7 +256,9 @@ class Sglang(PoolRules):
 
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         cap = target.deployment.max_total_tokens  # --max-total-tokens: at most this many tokens in the pool
-        return blocks if cap is None else min(blocks, cap // settings.block_size)
+        if cap is None or _caps_full_pool(target):  # 0.5.11+ hybrid SWA: the cap is on the full pool (pools)
+            return blocks
+        return min(blocks, cap // settings.block_size)
 
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
@@ -259,9 +278,10 @@ class Sglang(PoolRules):
         """set_num_tokens_hybrid_swa (model_runner_kv_cache_mixin.py, v0.5.6-v0.5.9), after the page alignment,
         the --max-total-tokens cap and the minimum over pipeline stages: a hybrid-SWA architecture's profiled
         tokens, whose cell counted every layer, re-split into a full-attention pool and a sliding-window pool of
-        swa_full_tokens_ratio times its tokens (all-SWA models: the one sliding pool). A request holds its whole
-        context in the full pool and, in the sliding pool, what the layer kind's page rule says (the window plus a
-        prefill chunk at most)."""
+        swa_full_tokens_ratio times its tokens (all-SWA models: the one sliding pool). From 0.5.11 the full pool is
+        the pool's bytes over F + ratio x S, capped directly (full_pool_tokens). A request holds its whole context
+        in the full pool and, in the sliding pool, what the layer kind's page rule says (the window plus a prefill
+        chunk at most)."""
         spec, page = target.spec, settings.block_size
         if spec.architecture not in HYBRID_SWA_ARCHITECTURES:
             return None
@@ -276,7 +296,13 @@ class Sglang(PoolRules):
         if not full:
             return SplitPools((TokenPool("swa", tokens // page * page, swa_cell, windowed[0]),), page, chunk)
         full_cell = sum(layer.bytes_per_token(kv_bytes, kv_tp) for layer in full)
-        full_tokens, swa = swa_split(tokens, full_cell, swa_cell, target.deployment.swa_full_tokens_ratio, page)
+        ratio = target.deployment.swa_full_tokens_ratio
+        if _caps_full_pool(target):
+            full_tokens = full_pool_tokens(self._stage_pool_bytes(target, settings, stage), full_cell, swa_cell,
+                                           ratio, target.deployment.max_total_tokens, page)
+            swa = swa_tokens(full_tokens, ratio, page)
+        else:
+            full_tokens, swa = swa_split(tokens, full_cell, swa_cell, ratio, page)
         return SplitPools((TokenPool("full", full_tokens, full_cell, full[0]),
                            TokenPool("swa", swa, swa_cell, windowed[0])), page, chunk)
 
@@ -299,6 +325,11 @@ class Sglang(PoolRules):
         strategy = "extra_buffer" if extra_buffer(target.spec.architecture, release) else "no_buffer"
         return slots // ratio, (f"Mamba state slots cap running requests at {slots} // {ratio} = {slots // ratio} "
                                 f"(SGLang's max_running_requests, radix cache on, {strategy})")
+
+    def _stage_pool_bytes(self, target: PlanInput, settings: EngineSettings, stage: int) -> int:
+        """The KV pool bytes of one pipeline stage, as stage_memory sizes it."""
+        found = common.prepare(target, True, settings, self).stages[stage]
+        return self.stage_memory(target, settings, found.weights_bytes, found.decoder_layers, found.last).kv_cache_bytes
 
     def _pool_tokens(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> int:
         """max_total_num_tokens as build_plan sizes it (the full-attention pool's of a hybrid-SWA model)."""
@@ -398,6 +429,10 @@ def _window_note(target: PlanInput) -> str:
                 "chunked layers cache every token in one pool" + (f"; swa_full_tokens_ratio {ratio} does not apply"
                                                                  if ratio is not None else ""))
     shown = SWA_FULL_TOKENS_RATIO if ratio is None else ratio
+    if _caps_full_pool(target):
+        return (f"swa_full_tokens_ratio {shown}: SGLang sizes the full-attention pool over a cell of full + {shown} x "
+                f"sliding-window bytes and the sliding-window pool at {shown} x its tokens (full_layer_tokens / "
+                "swa_layer_tokens); --max-total-tokens caps the full pool")
     return (f"swa_full_tokens_ratio {shown}: SGLang splits the profiled tokens into a full-attention pool and a "
             f"sliding-window pool of {shown} x its tokens (full_layer_tokens / swa_layer_tokens)")
 
