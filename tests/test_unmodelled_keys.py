@@ -28,8 +28,6 @@ NOT_LANGUAGE = ("vision_config", "audio_config", "quantization_config", "vision_
 
 # Published configs whose keys kvplan does not model yet, with the keys named (first one in the refusal).
 REFUSED: dict[str, list[str]] = {
-    "moonshotai__Kimi-K3": ["text_config.linear_attn_config", "text_config.routed_expert_hidden_size",
-                            "text_config.mla_use_output_gate"],
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": ["block_configs"],
 }
 

@@ -19,6 +19,7 @@ from kvplan.models.layers import (
     GatedDeltaNetState,
     IndexedAttention,
     IndexerSharingLatentAttention,
+    KdaState,
     LatentAttention,
     Layer,
     Mamba1State,
@@ -196,6 +197,8 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     compressed = compressed_layers(lm, num_layers)  # DeepSeek-V4 (kvplan.models.compressed_attention)
     if compressed is not None:
         return compressed
+    if (linear := _kimi_linear(lm, num_layers)) is not None:
+        return linear
     kv_lora = lm.optional_int("kv_lora_rank")
     if kv_lora:
         latent_dim = kv_lora + lm.integer("qk_rope_head_dim", 0, minimum=0)
@@ -216,8 +219,7 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     kinds = lm.data.get("attn_type_list")
     if isinstance(kinds, list) and kinds and all(kind == 1 for kind in kinds):
         lm.array("attn_type_list")  # MiniMax-M2.x: 1 marks softmax attention in every layer, as full attention
-    indexed = _sparse_attention(lm, num_layers, full)
-    if indexed is not None:
+    if (indexed := _sparse_attention(lm, num_layers, full)) is not None:
         return indexed
     hybrid = lm.array("hybrid_layer_pattern")
     if hybrid is not None:
@@ -259,6 +261,29 @@ def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
     # v_head_dim: V's own head dim (MiMo-V2-Flash; vLLM 0.33.0 mimo_v2.py MiMoV2Attention, head_size_v)
     return FullAttention(lm.integer("num_global_key_value_heads", kv), lm.integer("global_head_dim", head_dim),
                          lm.optional_int("v_head_dim"))
+
+
+def _kimi_linear(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
+    """Kimi-K3: linear_attn_config's kda_layers, 1-based (vLLM 0.33.0 transformers_utils/configs/kimi_linear.py
+    is_kda_layer: layer_idx + 1 in kda_layers), are Kimi Delta Attention with a recurrent state per request, the
+    others MLA (models/kimi_k3/nvidia/model.py KimiDecoderLayer). Only the full-rank KDA gate is modelled
+    (use_full_rank_gate: KimiK3DeltaAttention); Kimi-Linear's other gate is refused by name."""
+    if lm.mapping("linear_attn_config") is None:
+        return None
+    kda = lm.nested("linear_attn_config")
+    assert kda is not None
+    numbers = kda.array("kda_layers") or []
+    kda.array("full_attn_layers")  # the complement of kda_layers, which vLLM reads alone
+    if not numbers:
+        return None
+    if not kda.flag("use_full_rank_gate", False):
+        raise kda.fail("use_full_rank_gate", "is not true: only Kimi-K3's full-rank KDA gate is modelled")
+    conv = max(1, int(DTYPE_BYTES.get(canonical_dtype(lm.text(("torch_dtype", "dtype")) or "float32"), 2)))
+    # the recurrent state float32 under auto (vLLM 0.33.0 mamba_utils.py kda_state_dtype)
+    state = KdaState(kda.integer("num_heads"), kda.integer("head_dim"), kda.integer("short_conv_kernel_size", 4),
+                     ssm_bytes=4).as_served(conv, None, 0, 0)
+    latent = LatentAttention(lm.integer("kv_lora_rank") + lm.integer("qk_rope_head_dim", 0, minimum=0))
+    return [state if index + 1 in numbers else latent for index in range(num_layers)]
 
 
 INDEX_KEY_BYTES = 2  # vLLM 0.33.0 attention_config indexer_kv_dtype 'auto' -> 'bf16' (models/minimax_m3 model.py)
@@ -482,7 +507,7 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
         dense.extend(i for i in range(num_layers) if i % period != offset)
     # Nemotron-3 Super / Ultra (vLLM 0.33.0 model_executor/models/nemotron_h.py NemotronHMoE): with
     # moe_latent_size the routed experts run at that width between fc1_latent_proj and fc2_latent_proj
-    latent = lm.optional_int("moe_latent_size") or 0
+    latent = lm.optional_int(("moe_latent_size", "routed_expert_hidden_size")) or 0  # the second: Kimi-K3's KimiMoE
     return MoE(experts, per_token, expert_size, shared, shared_size, tuple(sorted(set(dense))), mlp_free, latent)
 
 

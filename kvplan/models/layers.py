@@ -55,6 +55,8 @@ class MixerCounter(Protocol):
 
     def mamba2_mixer(self, state: Mamba2State) -> int: ...
 
+    def kda_mixer(self, state: KdaState) -> int: ...
+
 
 class LayerKind(Protocol):
     """What every kind of layer provides. Specs are frozen dataclasses: equal by value, hashable, asdict-able."""
@@ -756,7 +758,32 @@ class ShortConvState(RecurrentState):
         return f"short conv state, {self.channels} channels, kernel {self.conv_kernel}"
 
 
-RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState)
+@dataclass(frozen=True)
+class KdaState(RecurrentState):
+    """A Kimi Delta Attention linear-attention mixer (Kimi-K3, Kimi-Linear: linear_attn_config), vLLM 0.33.0
+    model_executor/layers/mamba/mamba_utils.py kda_state_shape: a conv state over q, k and v (3 x heads x head_dim
+    channels) and a recurrent state (heads, head_dim, head_dim) per rank, the recurrent state float32 under auto
+    (kda_state_dtype; SGLang 0.5.23 configs/mamba_utils.py mamba2_state_dtype's default too)."""
+
+    heads: int
+    head_size: int
+    conv_kernel: int
+    kind: ClassVar[str] = "kda"
+    has_mlp: ClassVar[bool] = True
+
+    def state_tensors(self, tp: int = 1) -> tuple[PageTensor, ...]:
+        conv_dim = 3 * self.heads * self.head_size // tp
+        return (PageTensor("conv", (self.conv_kernel - 1 + self.spec_tokens, conv_dim), self.conv_bytes),
+                PageTensor("recurrent", (self.heads // tp, self.head_size, self.head_size), self._ssm()))
+
+    def describe(self) -> str:
+        return f"KDA state, {self.heads} heads x {self.head_size} x {self.head_size}, conv {self.conv_kernel}"
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.kda_mixer(self)
+
+
+RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState, KdaState)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.models import tower_params
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import Layer, Mamba2State
+from kvplan.models.layers import KdaState, Layer, Mamba2State
 from kvplan.models.model import LayerParams, MoE, ParamCount
 
 
@@ -34,7 +34,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     family, model_type, hidden, heads, vocab = shape.family, shape.model_type, shape.hidden, shape.heads, shape.vocab
     intermediate, layers, moe, tied = shape.intermediate, shape.layers, shape.moe, shape.tied
     norm = _norm(lm, family, hidden)
-    norms_per_layer = _norms_per_layer(lm, family)
+    norms_per_layer = _norms_per_layer(lm, family) + 2 * _attention_residuals(lm)
     if heads == 0:
         pad = lm.optional_int("pad_vocab_size_multiple") or 1
         vocab = -(-vocab // pad) * pad
@@ -64,7 +64,7 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         embeddings += norm
     lm_head = 0 if tied else vocab * hidden + (vocab if family.lm_head_bias else 0)
     vision, vision_exact = _vision(top, hidden)
-    total = embeddings + decoder + norm + hc_head + lm_head + vision
+    total = embeddings + decoder + norm + hc_head + lm_head + vision + _attention_residuals(lm) * hidden
 
     exact = family.exact and vision_exact
     note = "" if exact else (
@@ -99,6 +99,13 @@ def _norm(lm: ConfigFields, family: Family, hidden: int) -> int:
     """One norm's parameters. MPT's `no_bias` drops the LayerNorm bias along with every linear bias."""
     with_bias = family.layer_norm and not lm.flag("no_bias", False)
     return hidden * (2 if with_bias else 1)
+
+
+def _attention_residuals(lm: ConfigFields) -> int:
+    """Kimi-K3's attention residuals (vLLM 0.33.0 models/kimi_k3/nvidia/model.py, attn_res_block_size): an RMSNorm
+    and a hidden -> 1 projection, unquantized, twice in every decoder layer (self_attention_res_*, mlp_res_*) and
+    once after the last (output_attn_res_*); each pair is 2 x hidden parameters, counted as norms are."""
+    return 2 if lm.optional_int("attn_res_block_size") else 0
 
 
 def _norms_per_layer(lm: ConfigFields, family: Family) -> int:
@@ -165,7 +172,8 @@ class _Mixers:
         q = hidden * q_width if not q_lora else hidden * q_lora + q_lora + q_lora * q_width
         self.loose += kv_lora + (q_lora or 0)  # the q_a and kv_a layernorms
         return (q + hidden * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
-                + heads * v_dim * hidden + (self._sparse_indexer(q_lora or hidden) if indexer else 0))
+                + heads * v_dim * hidden + (self._sparse_indexer(q_lora or hidden) if indexer else 0)
+                + (hidden * heads * v_dim if lm.flag("mla_use_output_gate", False) else 0))
 
     def index_branch(self, index_dim: int) -> int:
         """MiniMax-M3's sparse layers (vLLM 0.33.0 models/minimax_m3/nvidia/model.py MiniMaxM3SparseAttention):
@@ -208,6 +216,16 @@ class _Mixers:
         index_dim = self.lm.integer("index_head_dim")
         self.loose += 2 * index_dim  # the key's LayerNorm
         return q_input * index_heads * index_dim + self.hidden * index_dim + 2 * index_dim + self.hidden * index_heads
+
+    def kda_mixer(self, state: KdaState) -> int:
+        """Kimi-K3's KDA mixer with its full-rank gate (vLLM 0.33.0 models/kimi_k3/nvidia/kda.py
+        KimiK3DeltaAttention): in_proj_qkvgfab (q, k, v, g of heads x head_dim each, f_a of head_dim, beta of one
+        per head), f_b_proj (head_dim -> heads x head_dim), o_proj; beside them dt_bias, a bias-free conv1d over q, k
+        and v, A_log per head and the gated output norm of head_dim."""
+        hidden, width, dim, heads = self.hidden, state.heads * state.head_size, state.head_size, state.heads
+        loose = width + 3 * width * state.conv_kernel + heads + dim
+        self.loose += loose
+        return hidden * (4 * width + dim + heads) + dim * width + width * hidden + loose
 
     def mamba2_mixer(self, state: Mamba2State) -> int:
         """vLLM's MambaMixer2 (mamba_mixer2.py, used by Nemotron-H, Granite-4.0-H, Falcon-H1, Bamba): in_proj to the
@@ -319,6 +337,9 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     if moe.latent_size:
         router += 2 * hidden * moe.latent_size + ((moe.latent_size + hidden) if bias else 0)
         loose += (moe.latent_size + hidden) if bias else 0
+        if lm.flag("latent_moe_use_norm", False):  # Kimi-K3's routed_expert_norm (vLLM 0.33.0 KimiMoE)
+            router += moe.latent_size
+            loose += moe.latent_size
     shared = (_dense_mlp(family, hidden, moe.shared_intermediate_size, bias)
               if moe.shared_intermediate_size else 0)
     loose += _mlp_bias(family, hidden, moe.shared_intermediate_size, bias)
