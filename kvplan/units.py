@@ -90,7 +90,7 @@ DTYPE_BYTES: dict[str, float] = {
     "bfloat16": 2, "bf16": 2,
     "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "float8_e4m3fn": 1, "int8": 1,
     # packed KV cache formats (KV_FORMATS): the element is a byte
-    "int8_per_token_head": 1, "fp8_per_token_head": 1, "nvfp4": 1, "fp8_ds_mla": 1,
+    "int8_per_token_head": 1, "fp8_per_token_head": 1, "nvfp4": 1, "fp8_ds_mla": 1, "mxfp8": 1, "fp4_mx_block16": 1,
 }
 
 CANONICAL_DTYPE = {
@@ -153,6 +153,25 @@ class Nvfp4Kv(KvFormat):
         return f"{block_size} tokens x ({dim} / 2 + {dim} / 16) B"
 
 
+class Mxfp8Kv(KvFormat):
+    """SGLang's mxfp8 KV cache: fp8_e4m3 values plus one byte of scale per 32 (0.5.23
+    model_executor/pool_configurator.py DefaultPoolConfigurator: cell + heads x (K + V dims) x layers // 32)."""
+
+    SCALE_BLOCK = 32
+
+    def vector_bytes(self, dim: int) -> int:
+        return dim + dim // self.SCALE_BLOCK
+
+    def describe(self, dim: int, block_size: int) -> str:
+        return f"{block_size} tokens x ({dim} + {dim} / {self.SCALE_BLOCK}) B"
+
+
+class Fp4MxBlock16Kv(Nvfp4Kv):
+    """SGLang's fp4_mx_block16 KV cache: two fp4 values per byte and one byte of scale per 16 (0.5.23
+    layers/quantization/fp4_kv_cache_quant_method.py FP4MXBlock16KVCacheMethod.compute_cell_size; the dequant
+    workspace some attention backends add, one row a token for all layers, is not counted)."""
+
+
 class DsMlaKv(KvFormat):
     """DeepSeek's fp8 MLA cache (fp8_ds_mla, DeepSeek-V3.2 sparse attention): the 512 latent values in fp8 with
     one fp32 scale per 128, and the 64 rope values kept in bf16: 512 + 16 + 128 = 656 B per token
@@ -168,7 +187,7 @@ class DsMlaKv(KvFormat):
 # KV cache dtypes whose pages are not element x dim (vllm/config/cache.py CacheDType, 2026).
 KV_FORMATS: dict[str, KvFormat] = {
     "int8_per_token_head": PerTokenHeadKv(1), "fp8_per_token_head": PerTokenHeadKv(1), "nvfp4": Nvfp4Kv(1),
-    "fp8_ds_mla": DsMlaKv(1),
+    "fp8_ds_mla": DsMlaKv(1), "mxfp8": Mxfp8Kv(1), "fp4_mx_block16": Fp4MxBlock16Kv(1),
 }
 
 

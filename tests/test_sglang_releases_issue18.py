@@ -10,6 +10,7 @@ from kvplan.api import estimate
 from kvplan.engines.sglang import defaults
 from kvplan.engines.sglang.releases import RELEASES, release_of
 from kvplan.engines.sglang.running import mamba_slots_per_request, running_requests
+from kvplan.errors import KvplanError
 
 # nvidia-smi totals (kvplan/data/gpus.json nvml_total_mib): RTX 4090 24,564 MiB, H100 SXM 81,559, H200 143,771
 RTX4090, H100, H200 = 24_564, 81_559, 143_771
@@ -209,3 +210,17 @@ def test_the_swa_split_caps_the_full_pool_from_0_5_11(version, cap, full, swa):
     assert plan.memory.kv_cache_bytes == 57_948_046_077
     pools = {pool.name: pool.tokens for pool in plan.pools.pools}
     assert (plan.capacity.tokens, pools["full"], pools["swa"]) == (full, full, swa)
+
+
+@pytest.mark.parametrize("dtype, per_token", [
+    # issue 18 section 3.9. Qwen2.5-7B: 28 layers x 4 KV heads x (K, V). mxfp8 (0.5.23 pool_configurator.py): 128
+    # fp8 values + 128 // 32 scale bytes = 132 B a vector: 28 x 4 x 2 x 132 = 29,568 B. fp4_mx_block16
+    # (fp4_kv_cache_quant_method.py FP4MXBlock16KVCacheMethod): 128 // 2 + 128 // 16 = 72 B: 16,128 B.
+    ("mxfp8", 29_568), ("fp4_mx_block16", 16_128),
+])
+def test_sglang_kv_dtypes_of_0_5_16(dtype, per_token):
+    plan = estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_model_len=32768, kv_cache_dtype=dtype)
+    assert plan.layout.bytes_per_token == per_token
+    # 0.5.15's --kv-cache-dtype choices are auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1 (server_args.py)
+    with pytest.raises(KvplanError, match=f"SGLang 0.5.15 has no --kv-cache-dtype {dtype}"):
+        estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", kv_cache_dtype=dtype, engine_version="0.5.15")

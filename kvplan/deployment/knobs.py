@@ -55,7 +55,9 @@ class Knob:
 MODEL_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
                    # packed formats, their scales inside the page (vllm/config/cache.py CacheDType; kvplan.units KV_FORMATS)
-                   "fp8_ds_mla", "int8_per_token_head", "fp8_per_token_head", "nvfp4")
+                   "fp8_ds_mla", "int8_per_token_head", "fp8_per_token_head", "nvfp4",
+                   # SGLang's (0.5.23 arg_groups/choices.py; kvplan.units Mxfp8Kv, Fp4MxBlock16Kv)
+                   "mxfp8", "fp4_mx_block16")
 # vLLM's QUANTIZATION_METHODS (vllm/model_executor/layers/quantization/__init__.py); methods of other
 # engines are spelled the same where they exist.
 QUANTIZATION_METHODS = (

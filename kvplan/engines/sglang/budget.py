@@ -22,6 +22,7 @@ replays of real logs land a few tens of MiB above the logged pool (docs/calibrat
 from __future__ import annotations
 
 from kvplan.capacity import PoolLayout, SplitPools, TokenPool, pool_layouts
+from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.sglang import speculative
@@ -38,7 +39,7 @@ from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.lora import lora_pool
 from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
-from kvplan.engines.sglang.releases import RELEASES, SWA_FULL_POOL_CELL_FROM, release_of
+from kvplan.engines.sglang.releases import KV_DTYPES_FROM, RELEASES, SWA_FULL_POOL_CELL_FROM, release_of
 from kvplan.engines.sglang.running import extra_buffer, mamba_slots_per_request, running_requests
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -141,6 +142,10 @@ def _speculative_algorithm(target: PlanInput) -> str | None:
     return "STANDALONE" if method == "draft_model" else str(method)
 
 
+def settings_version(dep: Deployment) -> str:
+    return dep.engine_version or RELEASES.newest
+
+
 def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int, release: tuple[int, ...]) -> float:
     """mem_fraction_static by server_args' heuristic for this release, lowered for a vision tower; 0.88 where the GPU
     size is not known (server_args' fallback)."""
@@ -192,6 +197,10 @@ class Sglang(PoolRules):
                               "SGLang splits the TP ranks into that many equal attention groups",
                               dep.where("attention_data_parallel_size"))
         release, mib = release_of(dep.engine_version), gpu_mib(gpu)
+        first = KV_DTYPES_FROM.get(dep.kv_cache_dtype)
+        if first is not None and release < first:
+            raise KvplanError(f"SGLang {settings_version(dep)} has no --kv-cache-dtype {dep.kv_cache_dtype} (from "
+                              f"{'.'.join(map(str, first))})", dep.where("kv_cache_dtype"))
         chunked, graph_bs = gpu_defaults(mib, tp, release)
         chunked = dep.max_num_batched_tokens or chunked
         fraction = dep.gpu_memory_utilization

@@ -43,6 +43,10 @@ MAMBA_EXTRA_BUFFER_FROM = (0, 5, 14)
 # graph batch 48 (TP < 4) or 160 (0.5.19: 2048 and 24 or 80).
 LARGER_20_35_GIB_DEFAULTS_FROM = (0, 5, 20)
 
+# KV cache dtypes --kv-cache-dtype takes from a release on (0.5.16 server_args.py choices; 0.5.15: auto, fp8_e5m2,
+# fp8_e4m3, bf16, bfloat16, fp4_e2m1)
+KV_DTYPES_FROM = {"mxfp8": (0, 5, 16), "nvfp4": (0, 5, 16), "fp4_mx_block16": (0, 5, 16)}
+
 RELEASES = Releases("SGLang", COVERED, changes=(
     Change(PREFILL_GRAPHS_FROM, "piecewise prefill CUDA graphs on by default; the default fraction reserves 8 MiB "
                                 "a captured size, 1.5 GiB for MLA (0.5.10 server_args.py)"),
@@ -66,6 +70,7 @@ RELEASES = Releases("SGLang", COVERED, changes=(
     Change((0, 5, 19), "prefill CUDA graphs off with pipeline parallelism (0.5.19 arg_groups/cuda_graph_hook.py)"),
     Change(MAMBA_EXTRA_BUFFER_FROM, "Mamba radix cache auto is extra_buffer (5 state slots a running request) "
                                     "(0.5.14 server_args.py)"),
+    Change((0, 5, 16), "--kv-cache-dtype mxfp8, nvfp4 and fp4_mx_block16 (0.5.16 server_args.py)"),
     Change(LARGER_20_35_GIB_DEFAULTS_FROM, "20-35 GiB cards: chunked prefill 4096, decode graph batch 48 / 160 "
                                            "(0.5.20 arg_groups/memory_hook.py)"),
 ))
