@@ -199,7 +199,8 @@ def test_inert_noted_and_renamed_flags_are_accepted_with_notes():
     dep = Deployment.from_vllm_args(["--port", "8000", "--host=0.0.0.0", "--served-model-name", "a", "b",
                                      "--enable-prefix-caching", "--offload-group-size", "4", "--max-num-seqs", "8"])
     assert dep.max_num_seqs == 8  # the list-valued --served-model-name did not swallow later flags
-    assert "not memory-relevant: --port, --host, --served-model-name, --enable-prefix-caching" in dep.notes
+    assert "not memory-relevant: --port, --host, --served-model-name" in dep.notes
+    assert dep.enable_prefix_caching is True  # modelled: a hybrid's state blocks (issue 18 section 2.8)
     assert any(note.startswith("--offload-group-size is accepted but not modelled") for note in dep.notes)
     assert Deployment.from_vllm_args(["--cpu-offload-gb", "4"]).cpu_offload_gb == 4  # modelled (issue 20)
 

@@ -96,12 +96,14 @@ def test_only_chunked_local_attention_turns_the_hybrid_manager_off():
     assert vllm.hybrid_kv_manager(gemma2, Deployment(), (0, 13)) is True
 
 
-PREFIX_NOTE = "prefix caching taken as on (mamba_cache_mode align)"
+PREFIX_NOTE = "prefix caching on (mamba_cache_mode align)"
 
 
 @pytest.mark.parametrize("model, version, noted", [
-    ("Qwen/Qwen3-Next-80B-A3B-Instruct", None, True),  # Gated DeltaNet: vLLM caches its prefixes (v0.20+)
-    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "0.19", False),  # before v0.20, no extra block
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", None, True),  # Gated DeltaNet: vLLM caches its prefixes (v0.26+)
+    # before v0.26 a hybrid has no prefix caching by default (config/model.py is_prefix_caching_supported)
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "0.25", False),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "0.19", False),
     ("ai21labs/AI21-Jamba-1.5-Mini", None, False),  # Mamba-1: no prefix caching of its state
     ("Qwen/Qwen2.5-7B", None, False),  # no recurrent state at all
 ])

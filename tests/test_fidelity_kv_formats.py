@@ -38,12 +38,14 @@ def test_page_bytes_per_format():
 def qwen35_plan(kv_cache_dtype: str, available_gib: float):
     # engine-calibration Y02 / Y03 (noonghunna/club-3090 #594 and #602): Qwen3.6-27B-FP8 (the Qwen3.5-27B text
     # geometry, fixtures/configs/hybrid/SOURCES.md) on 2 x RTX 3090, TP 2, max_model_len 262,144, MTP drafts,
-    # the same profile but for the KV dtype; vLLM ~0.24. The logged available memory is given as the pool.
+    # the same profile but for the KV dtype; vLLM ~0.24. The logged available memory is given as the pool. The logs'
+    # blocks are mamba_cache_mode align's, which 0.24 gives a hybrid only with --enable-prefix-caching (config/model.py
+    # is_prefix_caching_supported), so the profile passes it.
     spec = parse_config(load_json(QWEN35.read_bytes(), str(QWEN35)), "qwen3.5-27b", SpecSource("local", str(QWEN35)))
     dep = Deployment.from_mapping({
         "gpu": "rtx3090", "tensor_parallel_size": 2, "kv_cache_dtype": kv_cache_dtype, "max_model_len": 262144,
         "engine_version": "0.24", "speculative_config": {"method": "mtp", "num_speculative_tokens": 3},
-        "kv_cache_memory_bytes": int(available_gib * GiB)})
+        "kv_cache_memory_bytes": int(available_gib * GiB), "enable_prefix_caching": True})
     return plan_deployment(spec, dep, gpu_choices(dep)[0])
 
 

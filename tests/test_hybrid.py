@@ -81,11 +81,15 @@ def test_qwen3_6_27b_with_mtp_on_vllm_0_20_1_replays_y04():
     # tokens add 3 conv rows: 6 x 5,120 x 2 B = 61,440 + 1,572,864 = 1,634,304 B -> block 16 x cdiv(.., 16,384) = 1,600.
     # The MTP layer is one more full layer: 17 full + 48 GDN, group size 17 -> 1 + 3 groups (3 padding layers); a block
     # is 17 x 1,600 x 1,024 = 27,852,800 B; 10.99 GiB // that = 423. Per request: cdiv(262,144, 1,600) = 164 + 3 groups
-    # x (2 + 3 speculative blocks) = 179; 423 / 179 = 2.36x; tokens 423 x 262,144 // 179 = 619,479.
-    result = plan(hybrid_fixture("qwen3.5-27b.json"), gpu="rtx3090", tensor_parallel_size=2, dtype="float16",
-                  kv_cache_dtype="fp8_e5m2", max_model_len=262144, max_num_batched_tokens=8192, max_num_seqs=2,
-                  kv_cache_memory_bytes=int(10.99 * GiB), engine_version="0.20.1",
-                  speculative_config={"method": "mtp", "num_speculative_tokens": 3})
+    # x (2 + 3 speculative blocks) = 179; 423 / 179 = 2.36x; tokens 423 x 262,144 // 179 = 619,479. The 2 are
+    # mamba_cache_mode align's, which 0.20.1 gives a hybrid only with --enable-prefix-caching (config/model.py
+    # is_prefix_caching_supported: False for hybrids before 0.26), so the profile passed it; without it 1 + 3.
+    knobs = {"gpu": "rtx3090", "tensor_parallel_size": 2, "dtype": "float16", "kv_cache_dtype": "fp8_e5m2",
+             "max_model_len": 262144, "max_num_batched_tokens": 8192, "max_num_seqs": 2,
+             "kv_cache_memory_bytes": int(10.99 * GiB), "engine_version": "0.20.1",
+             "speculative_config": {"method": "mtp", "num_speculative_tokens": 3}}
+    assert plan(hybrid_fixture("qwen3.5-27b.json"), **knobs).capacity.blocks_per_request == 164 + 3 * 4
+    result = plan(hybrid_fixture("qwen3.5-27b.json"), enable_prefix_caching=True, **knobs)
     cap = result.capacity
     assert (result.engine.block_size, result.layout.block_bytes, result.layout.padding_layers) == (1600, 27_852_800, 3)
     assert (cap.num_blocks, cap.blocks_per_request, cap.tokens, cap.max_concurrency) == (423, 179, 619_479, 2.36)

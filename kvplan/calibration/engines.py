@@ -282,7 +282,8 @@ def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan
         max_model_len=entry.get("max_model_len"), max_num_seqs=entry.get("max_num_seqs"),
         max_num_batched_tokens=entry.get("max_num_batched_tokens"), speculative_config=entry.get("speculative_config"),
         enforce_eager=entry.get("enforce_eager", False), limit_mm_per_prompt=entry.get("limit_mm_per_prompt"),
-        mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory)
+        mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory,
+        enable_prefix_caching=entry.get("enable_prefix_caching"))
     choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8) if gpu
               else GpuChoice("custom", "log replay", 0, tp))
     return plan_deployment(vllm_model(entry), dep, choice)

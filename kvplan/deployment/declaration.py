@@ -101,6 +101,15 @@ class Deployment:
                                                "a step takes a whole prompt (max_num_batched_tokens at least "
                                                "max_model_len: a bigger activation peak).",
                                                default_rule="on (V1); V0 by context length", engine_only=True)
+    enable_prefix_caching: bool | None = knob("bool", "vLLM: prefix caching; for hybrid (Mamba / linear-attention) "
+                                              "models it decides how many state blocks a request holds.",
+                                              default_rule="on; hybrid models from v0.26 only (config/model.py "
+                                              "is_prefix_caching_supported)", engine_only=True)
+    mamba_cache_mode: str | None = knob("str", "vLLM 0.18-0.32: how prefix caching keeps Mamba states (none, align: "
+                                        "one more block, all: a block per block_size tokens).",
+                                        default_rule="none without prefix caching; else align, or all for "
+                                        "Mamba-2 families before v0.28", choices=("none", "align", "all"),
+                                        engine_only=True)
     kv_cache_memory_bytes: int | None = knob("size", "KV pool per rank; vLLM then skips memory profiling.",
                                              minimum=0, maximum=2**50, aliases=("kv-cache-memory",))
     enforce_eager: bool = knob("bool", "No CUDA graphs.", False)

@@ -77,6 +77,11 @@ class PoolRules:
         sizeless in it."""
         return [layer.unpaged() for layer in layers]
 
+    def pool_block_size(self, target: PlanInput, settings: EngineSettings, layers: list[Layer], kv_bytes: int,
+                        tp: int) -> int:
+        """The block size the pool is laid out with, before state pages raise it (capacity.aligned_block_size)."""
+        return settings.block_size
+
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         """The engine's own overrides of the profiled block count."""
         return blocks

@@ -206,8 +206,10 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
     mnbt = settings.in_flight_tokens or settings.max_num_batched_tokens or settings.max_model_len
     kv_tp = rules.kv_tensor_parallel(target)
-    layouts = pool_layouts([stage.layers for stage in prepared.stages], settings.block_size, prepared.kv_bytes,
-                           kv_tp, settings.max_model_len)
+    block_size = rules.pool_block_size(target, settings, [layer for stage in prepared.stages for layer in stage.layers],
+                                       prepared.kv_bytes, kv_tp)
+    layouts = pool_layouts([stage.layers for stage in prepared.stages], block_size, prepared.kv_bytes, kv_tp,
+                           settings.max_model_len)
     notes += rules.layout_notes(settings, layouts[0])
     settings = _aligned(settings, layouts[0])
     pairs = list(zip(layouts, memories, strict=True))

@@ -450,7 +450,8 @@ def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Lay
             head = lm.integer(("mamba_d_head", "mamba_head_dim", *(("head_dim",) if pure else ())))
             inner = d_ssm or ssm_heads * head
         return Mamba2State(inner, ssm_heads, head, lm.integer(("mamba_n_groups", "n_groups"), 1), state,
-                           lm.integer(("mamba_d_conv", "conv_kernel"), 4), ssm_bytes=ssm)
+                           lm.integer(("mamba_d_conv", "conv_kernel"), 4),
+                           lm.optional_int(("mamba_chunk_size", "chunk_size")), ssm_bytes=ssm)
     if state:
         # A pure Mamba config states its inner width as intermediate_size, which transformers keeps over
         # hidden x expand (falcon-mamba-7b: 8192, not 4096 x 16); in a hybrid, intermediate_size is the MLP's.

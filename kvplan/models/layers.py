@@ -128,10 +128,11 @@ class LayerKind(Protocol):
         ...
 
     def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
-                  fallback_ssm_bytes: int | None = None) -> LayerKind:
+                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> LayerKind:
         """This layer's state as a paged engine holds it: conv state elements of conv_bytes, SSM state of ssm_bytes
         (None: as the config says, else fallback_ssm_bytes, else as the conv state), conv rows and blocks for
-        speculative tokens, and extra_blocks more (an engine's prefix caching of the state)."""
+        speculative tokens, and extra_blocks more (an engine's prefix caching of the state); whole_length: a
+        block per block_size tokens of the request instead (vLLM's mamba_cache_mode "all")."""
         ...
 
     def unpaged(self) -> LayerKind:
@@ -184,7 +185,7 @@ class _OneMixer(_PlainFlags):
         return self
 
     def as_served(self: Layer, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
-                  fallback_ssm_bytes: int | None = None) -> Layer:
+                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> Layer:
         return self
 
     def unpaged(self: Layer) -> Layer:
@@ -600,6 +601,9 @@ class RecurrentState(_OneMixer, _NoHeads):
     ssm_bytes: int | None = None  # element size of the SSM / recurrent state; None: as the conv state
     spec_tokens: int = 0  # speculative tokens per step: conv rows kept for them (mamba_utils, num_spec)
     held_blocks: int = 1  # blocks one request holds: 1, plus speculative and prefix-caching blocks
+    # vLLM mamba_cache_mode "all" (v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes): cdiv(length,
+    # block_size) + speculative blocks, a state kept at every block boundary
+    whole_length: bool = False
     padded_page: int | None = None  # the page once padded to the attention page (MambaSpec.page_size_padded)
     kind: ClassVar[str]  # each mixer's own
     has_mlp: ClassVar[bool]
@@ -630,7 +634,7 @@ class RecurrentState(_OneMixer, _NoHeads):
         return (*tensors, PageTensor("padding", (padding,), 1)) if padding > 0 else tensors
 
     def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
-        return self.held_blocks
+        return cdiv(context, block_size) + self.spec_tokens if self.whole_length else self.held_blocks
 
     def as_full(self) -> StateOnly:
         # An engine with one flat token pool keeps this state outside it.
@@ -648,11 +652,12 @@ class RecurrentState(_OneMixer, _NoHeads):
         return replace(self, padded_page=attention_page) if self.state_page_bytes(tp) < attention_page else self
 
     def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
-                  fallback_ssm_bytes: int | None = None) -> Layer:
+                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> Layer:
         held = 1 + spec_tokens + extra_blocks
         ssm = ssm_bytes if ssm_bytes is not None else (
             self.ssm_bytes if self.ssm_bytes is not None else fallback_ssm_bytes)
-        return replace(self, conv_bytes=conv_bytes, ssm_bytes=ssm, spec_tokens=spec_tokens, held_blocks=held)
+        return replace(self, conv_bytes=conv_bytes, ssm_bytes=ssm, spec_tokens=spec_tokens, held_blocks=held,
+                       whole_length=whole_length)
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         shapes = " + ".join(f"{t.name} {'x'.join(map(str, t.shape))} x {t.element_bytes} B"
@@ -701,6 +706,9 @@ class Mamba2State(RecurrentState):
     groups: int
     state_size: int
     conv_kernel: int
+    # the SSD kernel's chunk (mamba_chunk_size, else chunk_size; None: the configs' 256), which vLLM's
+    # mamba_cache_mode "all" aligns blocks to (engines/vllm/hybrid.py); not part of the state
+    chunk_size: int | None = field(default=None, compare=False)
     kind: ClassVar[str] = "mamba2"
     has_mlp: ClassVar[bool] = False
 
@@ -886,9 +894,9 @@ class ParallelHybrid(_PlainFlags):
         return ParallelHybrid(self.attention, self.mixer.padded_to(attention_page, tp))
 
     def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
-                  fallback_ssm_bytes: int | None = None) -> ParallelHybrid:
+                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> ParallelHybrid:
         return ParallelHybrid(self.attention, self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks,
-                                                                   fallback_ssm_bytes))
+                                                                   fallback_ssm_bytes, whole_length))
 
     def kept_tokens(self) -> int | None:
         return self.attention.kept_tokens()

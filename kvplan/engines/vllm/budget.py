@@ -11,6 +11,13 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.blocks import kv_block_size
+from kvplan.engines.vllm.hybrid import (
+    alignment_step,
+    gdn_checkpoints,
+    hybrid_block_size,
+    is_hybrid,
+    mamba_cache_mode,
+)
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile, tower_replicated, tower_skipped
@@ -23,7 +30,6 @@ from kvplan.engines.vllm.releases import (
     LATEST,
     NULL_BLOCK_HELD_FROM,
     PAGED_STATES_FROM,
-    PREFIX_CACHED_STATES_FROM,
     SM100_CAPTURE_1024_FROM,
     SPARSE_FP8_DEFAULT_IN,
     TOKENS_FROM_CONCURRENCY_FROM,
@@ -387,10 +393,7 @@ class Vllm(PoolRules):
         if settings.auto_kv_cache_dtype == "fp8_ds_mla" and target.deployment.kv_cache_dtype == "auto":
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")
-        if _release(settings) >= PREFIX_CACHED_STATES_FROM and any(
-                cache.kind in PREFIX_CACHED_STATE_KINDS for layer in target.spec.layers for cache in layer.cache_layers()):
-            notes.append("prefix caching taken as on (mamba_cache_mode align): each Mamba / linear-attention group "
-                         "holds one more block per request")
+        notes.extend(state_notes(target, _release(settings)))
         return notes
 
 
@@ -402,16 +405,30 @@ class Vllm(PoolRules):
                       model_bytes: int) -> list[Layer]:
         """Recurrent states in the block pool from v0.10 (MambaBase.get_kv_cache_spec, mamba_utils): the conv state
         in the served dtype (mamba_cache_dtype auto), the SSM state as ssm_dtype types it, one conv row and one block
-        more per speculative token, and with prefix caching (mamba_cache_mode align) one block more for the kinds
-        that cache prefixes."""
+        more per speculative token, and for the kinds that cache prefixes the mamba_cache_mode's blocks
+        (hybrid.mamba_cache_mode): align one more (0.33's FlashInfer GDN a checkpoint block besides), all one per
+        block_size tokens."""
         release = _release(settings)
         if release < PAGED_STATES_FROM:
             return [layer.unpaged() for layer in layers]
         ssm = ssm_dtype(target, release)
-        extra = int(release >= PREFIX_CACHED_STATES_FROM)
+        mode = mamba_cache_mode(target.spec, target.deployment, release)
+        extra = {"gdn": int(mode == "align") + int(gdn_checkpoints(target.spec, target.gpu, release, mode)),
+                 "mamba2": int(mode == "align")}
         return [layer.as_served(model_bytes, ssm.forced, common.speculative_tokens(target.deployment),
-                                extra if layer.kind in PREFIX_CACHED_STATE_KINDS else 0, ssm.fallback)
+                                extra.get(layer.kind, 0), ssm.fallback,
+                                mode == "all" and layer.kind in PREFIX_CACHED_STATE_KINDS)
                 for layer in layers]
+
+    def pool_block_size(self, target: PlanInput, settings: EngineSettings, layers: list[Layer], kv_bytes: int,
+                        tp: int) -> int:
+        """A hybrid's attention block, raised to hold a state page in the release's steps (hybrid.py)."""
+        release = _release(settings)
+        if not is_hybrid(target.spec):
+            return settings.block_size
+        mode = mamba_cache_mode(target.spec, target.deployment, release)
+        step = alignment_step(target.spec, target.gpu, release, settings.block_size, mode)
+        return hybrid_block_size(layers, settings.block_size, kv_bytes, tp, step, mode)
 
     def held_back_bytes(self, settings: EngineSettings, layout: PoolLayout) -> int:
         """From v0.29 the null block (NULL_BLOCK_HELD_FROM): one block of the pool."""
@@ -498,6 +515,20 @@ def skipped_tower_bytes(target: PlanInput) -> int:
 
 def _budget_of(profile: EncoderProfile | None) -> int | None:
     return profile.budget if profile else None
+
+
+def state_notes(target: PlanInput, release: tuple[int, int]) -> list[str]:
+    """How the release keeps a hybrid's states with prefix caching (hybrid.mamba_cache_mode)."""
+    if release < PAGED_STATES_FROM or not any(cache.kind in PREFIX_CACHED_STATE_KINDS for layer in target.spec.layers
+                                              for cache in layer.cache_layers()):
+        return []
+    mode = mamba_cache_mode(target.spec, target.deployment, release)
+    return [{"none": "prefix caching off for this hybrid (vLLM before 0.26 unless --enable-prefix-caching): "
+                     "mamba_cache_mode none, one state block per request",
+             "align": "prefix caching on (mamba_cache_mode align): each Mamba / linear-attention group holds one "
+                      "more block per request",
+             "all": "prefix caching on (mamba_cache_mode all): each Mamba group holds a block per block_size tokens, "
+                    "and the block is a multiple of the SSD chunk"}[mode]]
 
 
 def _release(settings: EngineSettings) -> tuple[int, int]:

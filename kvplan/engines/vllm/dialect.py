@@ -20,7 +20,7 @@ DIALECT = Dialect(
                          "fully_sharded_loras", "lora_target_modules", "specialize_active_lora",
                          "limit_mm_per_prompt", "mm_processor_kwargs", "language_model_only", "skip_mm_profiling",
                          "mm_encoder_tp_mode",
-                         "cpu_offload_gb", "enable_chunked_prefill",
+                         "cpu_offload_gb", "enable_chunked_prefill", "enable_prefix_caching", "mamba_cache_mode",
                          "kv_offloading_size", "kv_offloading_backend", "kv_transfer_config"}),
     raises_utilization=True,
 )

@@ -260,14 +260,12 @@ INERT: dict[str, str] = {
     "disable-fault-tolerance": "bool",  # inverse of --enable-fault-tolerance
     "fault-tolerance-config": "value",
     # CacheConfig
-    "enable-prefix-caching": "bool+no",
-    "disable-prefix-caching": "bool",  # inverse of --enable-prefix-caching
+    # --enable-prefix-caching and --mamba-cache-mode are modelled (Deployment knobs: a hybrid's state blocks)
     "prefix-caching-hash-algo": "value",
     "prefix-cache-retention-interval": "value",
     "kv-sharing-fast-prefill": "bool+no",
     "swa-bounded-replay": "bool+no",
     "prefix-match-unit": "value",
-    "mamba-cache-mode": "value",  # deprecated in v0.33.0, no effect
     "enable-mamba-shared-prefix-checkpoint": "bool+no",
     "disable-mamba-shared-prefix-checkpoint": "bool",  # inverse of --enable-mamba-shared-prefix-checkpoint
     # MultiModalConfig
@@ -432,6 +430,7 @@ NOTED: dict[str, tuple[str, str]] = {
     # SchedulerConfig
     # --enable-chunked-prefill is modelled (a Deployment knob: off, max_num_batched_tokens >= max_model_len)
     "disable-chunked-prefill": ("bool", "inverse of --enable-chunked-prefill, which see"),
+    "disable-prefix-caching": ("bool", "inverse of --enable-prefix-caching, which see"),
     "disable-hybrid-kv-cache-manager": (
         "bool+no",
         "hybrid (sliding-window/Mamba) models then allocate full KV for every layer",

@@ -6,6 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.releases import Change, Releases
+from kvplan.engines.vllm.hybrid import (
+    ALIGN_FOR_ALL_FROM,
+    GDN_CHECKPOINT_FROM,
+    HYBRID_PREFIX_CACHING_FROM,
+    MAMBA_CACHE_MODES_FROM,
+    PLATFORM_ALIGNMENT_FROM,
+)
 from kvplan.engines.vllm.runner import ROCM_GRAPH_ESTIMATE_FROM, V2_DEFAULT_FROM, V2_PROFILES_NO_GRAPHS
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
@@ -25,12 +32,9 @@ LATEST = COVERED[-1]
 # state page (model_executor/models/config.py HybridAttentionMambaModelConfig): from v0.10. Before, V0 kept the
 # states in a cache of their own.
 PAGED_STATES_FROM = (0, 10)
-# Prefix caching on for hybrids, in mamba_cache_mode "align" (config/cache.py): a state group holds one more block
-# per request (MambaSpec.max_memory_usage_bytes: 2 + speculative blocks), and the logged token count is
-# concurrency x max_model_len. Both are in the v0.20.1 log of engine-calibration Y04 (619,479 tokens = 423 blocks /
-# 179 per request x 262,144) and absent from v0.10.2 (Qwen3-Next, 973,760 = 7,162 // 4 groups x 544); the first
-# version between them is not known, so v0.20 is taken.
-PREFIX_CACHED_STATES_FROM = (0, 20)
+# A hybrid's prefix caching and Mamba cache mode by release (off until 0.26, then none / align / all) are in
+# engines/vllm/hybrid.py (issue 18 section 2.8); engine-calibration Y04's v0.20.1 log (619,479 tokens = 423 blocks /
+# 179 per request x 262,144) shows align's extra block, which that release gives only with --enable-prefix-caching.
 # vllm#35122 (merged 2026-03-09; the release is inferred as v0.18): the KV block size follows the attention backend
 # chosen, so Hopper's FLASH_ATTN_MLA (first since vllm#27363) pages MLA in 16-token blocks, not FlashMLA's 64, as the
 # v0.19 H100 log of DeepSeek-V2-Lite shows (data/calibration.yaml L01: 94,097 blocks x 16 = 1,505,552 tokens).
@@ -173,8 +177,15 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(SPARSE_FP8_DEFAULT_IN, "DeepSeek sparse attention turns kv_cache_dtype auto into fp8_ds_mla (PR #25988)"),
     Change((0, 17), "non-torch memory 2.1 GiB at TP > 1, MLP-width activation (llm-d-planner's v0.19 sweep)"),
     Change(MLA_BLOCK_FROM_BACKEND, "MLA block size follows the attention backend (vllm#35122)"),
-    Change(PREFIX_CACHED_STATES_FROM, "prefix-cached Mamba / GDN states hold one more block; logged tokens are "
-                                      "concurrency x max_model_len (engine-calibration Y04)"),
+    Change(MAMBA_CACHE_MODES_FROM, "mamba_cache_mode none / align / all with --enable-prefix-caching on a hybrid "
+                                   "(0.18.0 config/cache.py, models/config.py MambaModelConfig)"),
+    Change(HYBRID_PREFIX_CACHING_FROM, "prefix caching on by default for hybrids: align, all for Mamba-2 families "
+                                       "(0.26.0 config/model.py is_prefix_caching_supported)"),
+    Change(ALIGN_FOR_ALL_FROM, "mamba_cache_mode align for every model (0.28.0 models/config.py)"),
+    Change(PLATFORM_ALIGNMENT_FROM, "a hybrid's block aligns in max(kernel block, block size) steps (0.20.0 "
+                                    "platforms/interface.py _align_hybrid_block_size)"),
+    Change(GDN_CHECKPOINT_FROM, "FlashInfer GDN's 64-token checkpoints and checkpoint block; MLA hybrids in 128s "
+                                "(0.33.0 platforms/interface.py, gdn_attn.py)"),
     Change((0, 20), "the CUDA-graph estimate comes out of the budget; utilization 0.92 (0.20.0 envs.py, "
                     "config/cache.py)"),
     Change((0, 9), "the 1,024-sequence batch defaults chosen by memory (>= 70 GiB), A100s left out (PR #17885)"),
