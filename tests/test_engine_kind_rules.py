@@ -135,10 +135,13 @@ def test_a_tensorrt_pool_is_never_negative_when_its_bytes_are_given():
 
 def test_a_negative_default_fraction_is_explained():
     # server_args on a 1 GiB GPU (chunked prefill 2,048, CUDA graphs up to batch 8): reserve 512 + 2,048 x 1.5 +
-    # 8 x 2 + 1 x 1 / 8 x 1,024 = 3,728 MiB, so the default mem_fraction_static is (1,024 - 3,728) / 1,024 =
-    # -2.640625, -2.641 to three places; SGLang cannot start.
+    # 8 x 2 + 1 x 1 / 8 x 1,024 = 3,728 MiB, and SGLang 0.5.23's 42 prefill graph sizes up to 2,048 x 8 MiB = 336:
+    # 4,064 MiB, so the default mem_fraction_static is (1,024 - 4,064) / 1,024 = -2.96875, -2.969 to three places
+    # (0.5.9: -2.640625, -2.641); SGLang cannot start.
     plan = estimate("Qwen/Qwen2.5-0.5B", gpu_memory="1GiB", engine="sglang")
-    assert plan.engine.gpu_memory_utilization == -2.641
-    assert any("mem_fraction_static -2.641: SGLang's default heuristic reserves more MiB" in note
+    assert plan.engine.gpu_memory_utilization == -2.969
+    assert estimate("Qwen/Qwen2.5-0.5B", gpu_memory="1GiB", engine="sglang",
+                    engine_version="0.5.9").engine.gpu_memory_utilization == -2.641
+    assert any("mem_fraction_static -2.969: SGLang's default heuristic reserves more MiB" in note
                for note in plan.notes)
     assert not any("held back" in note for note in plan.notes)
