@@ -126,3 +126,16 @@ def test_chunked_local_attention_keeps_its_groups_by_default_from_v0_14():
     assert new.capacity.max_concurrency > 2 * old.capacity.max_concurrency
     switched_off = plan("0.14.0", chunked_hybrid_kv=False, **knobs)
     assert (switched_off.layout.num_groups, switched_off.layout.block_bytes) == (1, 3_145_728)
+
+
+def test_gb10_stays_on_the_small_batch_tier_in_v0_33():
+    # 18 §2.12. vLLM 0.33.0 engine/arg_utils.py get_batch_defaults: the >= 70 GiB tier also needs "not is_gb10"
+    # (is_device_capability((12, 1))), so DGX Spark's GB10 (119.63 GiB) gets 256 sequences and 2,048 batched tokens
+    # for the API server (8,192 for the LLM class); 0.32.0 has no such check: 1,024 and 8,192 (16,384).
+    def batch(version: str, entrypoint: str = "serve") -> tuple[int | None, int | None]:
+        found = plan(version, gpu="gb10", max_model_len=32768, entrypoint=entrypoint).engine
+        return found.max_num_seqs, found.max_num_batched_tokens
+
+    assert batch("0.33.0") == (256, 2048) and batch("0.33.0", "llm") == (256, 8192)
+    assert batch("0.32.0") == (1024, 8192) and batch("0.32.0", "llm") == (1024, 16384)
+    assert plan("0.33.0", max_model_len=32768).engine.max_num_seqs == 1024  # an H100 (9.0) keeps the big tier

@@ -25,6 +25,7 @@ from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
     CHUNKED_HYBRID_KV_ON_FROM,
+    GB10_SMALL_TIER_FROM,
     HYBRID_ALLOCATOR_FROM,
     IN_FLIGHT_TOKENS_FROM,
     LATEST,
@@ -188,11 +189,13 @@ class BatchTier:
     min_memory: int = 0  # device memory (CUDA total) at least this
     names: tuple[str, ...] = ()  # the device name contains one of these (empty: any)
     excluded: tuple[str, ...] = ()  # and none of these
+    excluded_capabilities: tuple[str, ...] = ()  # nor a device of these compute capabilities
 
     def takes(self, gpu: GpuChoice) -> bool:
         name = gpu.name.lower()
         return (gpu.memory_bytes >= self.min_memory and (not self.names or any(n in name for n in self.names))
-                and not any(n in name for n in self.excluded))
+                and not any(n in name for n in self.excluded)
+                and (gpu.compute_capability or "") not in self.excluded_capabilities)
 
 
 SMALL_TIER = BatchTier(256, {"serve": 2048, "llm": 8192})
@@ -210,6 +213,11 @@ BATCH_TIERS = (
     # MI300X, issue #53961) serving 16,384 tokens; the LLM class keeps its 16,384.
     ((0, 28), (BatchTier(1024, {"serve": 16384, "llm": 16384}, 160 * GiB),
                BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES, excluded=("a100",)))),
+    # vLLM 0.33.0 engine/arg_utils.py get_batch_defaults: is_gb10 = is_device_capability((12, 1)) keeps DGX Spark's
+    # GB10 (119.6 GiB of unified memory) on the small tier; 0.28.0-0.32.0 have no such check (issue 18 section 2.12)
+    (GB10_SMALL_TIER_FROM, (BatchTier(1024, {"serve": 16384, "llm": 16384}, 160 * GiB),
+                            BatchTier(1024, BIG_TOKENS, BIG_GPU_BYTES, excluded=("a100",),
+                                      excluded_capabilities=("12.1",)))),
 )
 
 

@@ -72,6 +72,15 @@ HYBRID_ALLOCATOR_FROM = (0, 9)
 # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1" from vLLM 0.14.0 (envs.py; 0.13.0: "0"):
 # chunked local attention keeps its own KV groups unless the variable turns it off (issue 18 section 2.5).
 CHUNKED_HYBRID_KV_ON_FROM = (0, 14)
+# vLLM 0.33.0 engine/arg_utils.py get_batch_defaults: GB10 (compute capability 12.1) stays on the small batch tier
+# (budget.BATCH_TIERS; issue 18 section 2.12).
+GB10_SMALL_TIER_FROM = (0, 33)
+# Read and not a term of its own (issue 18 section 2.12): vLLM 0.27.0 utils/mem_utils.py memory_profiling takes
+# the non-KV memory as total_consumed (the free memory lost since the worker's snapshot) + the transient peak headroom
+# (torch peak - allocated after the profile) instead of weights + non-torch increase + torch peak increase; both are
+# the weights, what grows outside torch and the profile's peak, so the v0.20+ era's terms stay. Model Runner V2 in
+# 0.33.0 runs its dummy sampler twice, the second time with warm-up sampling parameters
+# (v1/worker/gpu/model_runner.py _dummy_sampler_run); no V2 log prints its peak, so V1's calibrated sampler peak stands.
 
 
 @dataclass(eq=False)
@@ -204,6 +213,8 @@ RELEASES = Releases("vLLM", COVERED, changes=(
                                 "platforms/cuda.py)"),
     Change(ANY_BLOCK_SIZE_FROM, "any --block-size > 0 that a backend's kernel block divides (0.18.0 "
                                 "config/cache.py, v1/attention/backend.py supports_block_size)"),
+    Change(GB10_SMALL_TIER_FROM, "GB10 (compute capability 12.1) keeps the small batch tier (0.33.0 "
+                                 "engine/arg_utils.py get_batch_defaults)"),
     Change(V2_DEFAULT_FROM, "Model Runner V2 by default for DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (0.22.0 "
                             "config/vllm.py; 0.25: every model without experts, 0.29: every model; runner.py), "
                             "and V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py)"),
