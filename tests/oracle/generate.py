@@ -127,19 +127,12 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(options.jobs) as pool:
         results = [line for found in pool.map(one, jobs) for line in found]
-    results += read_cases()
     with open(options.out, "w") as handle:
         for line in results:
             handle.write(json.dumps(line, sort_keys=True) + "\n")
     ran = sum(line["how"] == "ran" for line in results)
     print(f"{len(results)} cases ({ran} ran) written to {options.out}")
     return 0
-
-
-def read_cases() -> list[dict[str, Any]]:
-    """Cases derived from a release's source where its code does not run here (README.md says which and why)."""
-    path = HERE / "read_cases.json"
-    return json.loads(path.read_text()) if path.exists() else []
 
 
 if __name__ == "__main__":
