@@ -90,6 +90,19 @@ def test_packed_groups_by_hand():
     assert layout.blocks_per_request(65_536, 16_384) == 2 * 259 + 256 + 4_099 + 2_065 == 6_938
 
 
+def test_verify_allocates_one_buffer_the_groups_alias():
+    # vLLM's block-outermost packing: every group's pages from byte 0 of one 1,002,240 B block, the narrower groups
+    # padded (get_kv_cache_config_from_groups); the full group's three specs fill it exactly
+    from kvplan.verify.shape import pool_shape
+
+    layers = list(spec(FLASH).layers)
+    shape = pool_shape(pool_layout(layers, 256, 1, 1), layers)
+    assert len(shape.buffers) == 1 and shape.groups == 5 and shape.block_bytes == 1_002_240
+    full = shape.buffers[0].tensors(2)
+    assert len(full) == 62 and sum(tensor.nbytes for tensor in full) == 1_002_240
+    assert shape.buffers[0].tensors(0)[-1].shape == (1_002_240 - 823_680,)  # 22 x 37,440 B, then padding
+
+
 def test_a_deployment_by_hand_and_by_the_release():
     plan = kvplan.estimate(str(FLASH), gpu="h200", max_model_len=65_536, kv_cache_memory_bytes=GIB40)
     # 42,949,672,960 // 1,002,240 = 42,853 blocks; 42,853 / 6,938 = 6.1766; int(6.1766 x 65,536) = 404,787.

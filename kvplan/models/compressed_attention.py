@@ -130,6 +130,62 @@ class WindowCache(PackedCache):
 
 
 @dataclass(frozen=True)
+class PackedGroup(_OneMixer):
+    """One of vLLM's packed KV cache groups as a single view of the block (its UniformTypeKVCacheSpecs): each
+    member's pages side by side from byte 0, then padding up to the block's bytes (the widest group's), which every
+    group shares (v1/core/kv_cache_planning.py get_kv_cache_config_from_groups, block-outermost). verify allocates
+    a packed pool through these views."""
+
+    members: tuple[tuple[Layer, int], ...]  # each spec with its layer count, in the group's order
+    block_bytes: int
+    kind: ClassVar[str] = "packed_group"
+    holds_kv: ClassVar[bool] = True
+    drops_old_tokens: ClassVar[bool] = False
+    has_mlp: ClassVar[bool] = False
+
+    @property
+    def kv_heads(self) -> int:
+        return 1
+
+    @property
+    def head_dim(self) -> int:
+        return 0
+
+    def heads_per_rank(self, tp: int) -> int:
+        return 1
+
+    def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
+        return sum(layer.bytes_per_token(kv_bytes, tp) * count for layer, count in self.members)
+
+    def page_bytes(self, block_size: int, kv_bytes: int, tp: int = 1) -> int:
+        return self.block_bytes
+
+    def page_tensors(self, block_size: int, kv_bytes: int, tp: int = 1) -> tuple[PageTensor, ...]:
+        pages = [tensor for layer, count in self.members for _ in range(count)
+                 for tensor in layer.page_tensors(layer.block_tokens(block_size), kv_bytes, tp)]
+        tensors = [PageTensor(f"{tensor.name} {index}", tensor.shape, tensor.element_bytes)
+                   for index, tensor in enumerate(pages)]
+        padding = self.block_bytes - sum(tensor.nbytes for tensor in tensors)
+        return (*tensors, PageTensor("padding", (padding,), 1)) if padding > 0 else tuple(tensors)
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        return max(layer.blocks_per_request(context, layer.block_tokens(block_size), max_num_batched_tokens)
+                   for layer, _ in self.members)
+
+    def as_full(self) -> Layer:
+        return self.members[0][0].as_full()
+
+    def describe(self) -> str:
+        return " + ".join(f"{count} x {layer.describe()}" for layer, count in self.members)
+
+    def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
+        return " + ".join(layer.block_formula(count, tp, block_size, kv_bytes) for layer, count in self.members)
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
 class CompressedSparseAttention(_OneMixer):
     """A DeepSeek-V4 attention layer: a sliding window of uncompressed latents beside, where `ratio` is above 1,
     one compressed latent per `ratio` tokens (with an indexer where the ratio is 4). Its caches are the

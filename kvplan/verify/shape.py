@@ -1,13 +1,14 @@
 """The pool's shape, in pure arithmetic: which buffers one rank allocates and which layer kinds read each. vLLM
 allocates one buffer per layer slot; the layers of different KV-cache groups that sit in the same slot share it
 (they have equal pages and draw block ids from one pool). A group whose layers differ in page size has one buffer
-per layer instead."""
+per layer instead; vLLM's packed groups (block-outermost) share one buffer, each group a PackedGroup view."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from kvplan.capacity import PoolLayout
+from kvplan.models.compressed_attention import PackedGroup
 from kvplan.models.layers import Layer, PageTensor, page_tensors_bytes
 
 
@@ -58,6 +59,11 @@ def pool_shape(layout: PoolLayout, stage_layers: list[Layer]) -> PoolShape:
 
     if not layout.groups:
         return PoolShape((), 0, layout.block_size)
+    if layout.groups[0].members:  # vLLM's packed groups alias one buffer of the widest group's bytes a block
+        packed = tuple(PackedGroup(group.members, layout.block_bytes) for group in layout.groups)
+        sizes = tuple(group.tokens_per_block for group in layout.groups)
+        return PoolShape((Buffer(packed, layout.block_size, layout.kv_bytes, layout.tp, sizes),), len(packed),
+                         layout.block_size)
     if len(layout.groups) == 1 and not layout.single_spec:
         paged = [layer for layer in stage_layers
                  if layer.page_bytes(layout.block_size, layout.kv_bytes, layout.tp) > 0]
