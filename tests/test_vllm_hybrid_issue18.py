@@ -82,3 +82,15 @@ def test_mla_hybrids_align_to_128_from_v0_33():
     assert alignment_step(mla.model, mla.gpu, (0, 32), 16, "align") == 16
     assert alignment_step(b200.model, b200.gpu, (0, 32), 16, "align") == 32
     assert alignment_step(mla.model, mla.gpu, (0, 19), 16, "align") == 64
+
+
+def test_a_given_all_mode_stays_where_supported_and_sends_0_30_0_31_to_v1():
+    # 0.28.0 MambaModelConfig: only a mode of "none" becomes align; a given "all" stays for a SupportsMambaPrefixCaching
+    # model (2,304-token blocks, 20 a request, as in 0.26). 0.30.0 and 0.31.0 _get_v2_model_runner_unsupported_features:
+    # "mamba cache mode 'all'" -> Model Runner V1; 0.32.0 drops the check.
+    runners = {}
+    for version in ("0.29.0", "0.30.0", "0.31.0", "0.32.0"):
+        found = plan(NANO, version, mamba_cache_mode="all")
+        assert figures(found)[:3] == (2304, 303, 20)
+        runners[version] = found.engine.model_runner
+    assert runners == {"0.29.0": "V2", "0.30.0": "V1", "0.31.0": "V1", "0.32.0": "V2"}

@@ -71,11 +71,12 @@ def mamba_cache_mode(spec: ModelSpec, dep: Deployment, version: tuple[int, int])
     if version < MAMBA_CACHE_MODES_FROM or not prefix_caching(spec, dep, version):
         return "none"
     given = dep.mamba_cache_mode if version < MODE_FLAG_IGNORED_FROM else None
-    supports_all = spec.architecture in MAMBA_PREFIX_CACHING and version < ALIGN_FOR_ALL_FROM
+    supports_all = spec.architecture in MAMBA_PREFIX_CACHING
     if given in (None, "none"):
         first, last = SPECULATIVE_ALIGN_IN
         speculative = dep.speculative_config is not None and first <= version < last
-        return "all" if supports_all and not speculative else "align"
+        return "all" if supports_all and version < ALIGN_FOR_ALL_FROM and not speculative else "align"
+    # a given "all" stays where the model supports it (0.28-0.32 too: "all" without support falls back to align)
     return "all" if given == "all" and supports_all else "align"
 
 

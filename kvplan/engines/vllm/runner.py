@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.deployment import Deployment
+from kvplan.engines.vllm.hybrid import mamba_cache_mode
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
@@ -37,6 +38,7 @@ class RunnerRule:
     speculative_refused: frozenset[str] = frozenset()
     eagle3_pp_refused: bool = True  # "EAGLE3 with pipeline parallelism" (through 0.29)
     rocm_v1: frozenset[str] = frozenset()  # architectures kept on V1 on ROCm
+    all_mode_refused: bool = False  # 0.30-0.31: "mamba cache mode 'all'" needs V1
 
     def v2(self, facts: ModelFacts, dep: Deployment, rocm: bool) -> tuple[bool, str]:
         """(V2 or not, why), as this range's use_v2_model_runner decides it."""
@@ -61,6 +63,8 @@ class RunnerRule:
     def refused(self, facts: ModelFacts, dep: Deployment) -> str | None:
         if self.no_states and facts.has_state:
             return "hybrid/Mamba models"
+        if self.all_mode_refused and facts.mamba_cache_mode == "all":
+            return "mamba cache mode 'all'"
         method = speculative_method(dep)
         if method:
             bad = method in self.speculative_refused or (self.speculative_ok is not None
@@ -82,14 +86,15 @@ class ModelFacts:
     has_state: bool  # has_inner_state: recurrent-state layers
     hybrid: bool  # is_hybrid: state layers beside attention
     attention_free: bool  # is_attention_free: state layers only
+    mamba_cache_mode: str = "none"  # CacheConfig.mamba_cache_mode as resolved (engines/vllm/hybrid.py)
 
     @classmethod
-    def of(cls, spec: ModelSpec) -> ModelFacts:
+    def of(cls, spec: ModelSpec, dep: Deployment, version: tuple[int, int]) -> ModelFacts:
         caches = [cache for layer in spec.layers for cache in layer.cache_layers()]
         state = any(cache.paged_state for cache in caches)
         attention = any(cache.holds_kv for cache in caches)
         return cls(spec.architecture, spec.moe is not None, spec.quantization is not None, state,
-                   state and attention, state and not attention)
+                   state and attention, state and not attention, mamba_cache_mode(spec, dep, version))
 
 
 _SPEC_V22 = frozenset({"eagle", "eagle3", "mtp"})
@@ -114,9 +119,9 @@ RULES = (
     RunnerRule((0, 29), frozenset(), everyone=True, speculative_ok=_SPEC_V25 | {"extract_hidden_states"},
                rocm_v1=_ROCM_V1_29),
     RunnerRule((0, 30), frozenset(), everyone=True, speculative_refused=_REFUSED_V30, eagle3_pp_refused=False,
-               rocm_v1=_ROCM_V1_29 | {"GlmMoeDsaForCausalLM"}),
+               rocm_v1=_ROCM_V1_29 | {"GlmMoeDsaForCausalLM"}, all_mode_refused=True),
     RunnerRule((0, 31), frozenset(), everyone=True, speculative_refused=_REFUSED_V30 - {"draft_model"},
-               eagle3_pp_refused=False, rocm_v1=_ROCM_V1_29 | {"GlmMoeDsaForCausalLM"}),
+               eagle3_pp_refused=False, rocm_v1=_ROCM_V1_29 | {"GlmMoeDsaForCausalLM"}, all_mode_refused=True),
     RunnerRule((0, 32), frozenset(), everyone=True, eagle3_pp_refused=False,
                speculative_refused=frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"})),
     RunnerRule((0, 33), frozenset(), everyone=True, eagle3_pp_refused=False,
@@ -154,7 +159,7 @@ def model_runner(spec: ModelSpec, dep: Deployment, gpu: GpuChoice, version: tupl
     rule = next((rule for rule in reversed(RULES) if version >= rule.first), None)
     if rule is None:
         return Runner(False, "V2 only with VLLM_USE_V2_MODEL_RUNNER=1 before 0.22")
-    return Runner(*rule.v2(ModelFacts.of(spec), dep, is_rocm(gpu)))
+    return Runner(*rule.v2(ModelFacts.of(spec, dep, version), dep, is_rocm(gpu)))
 
 
 def profiles_graphs(v2: bool, version: tuple[int, int]) -> bool:
