@@ -31,6 +31,7 @@ class Gpu:
     fp8: bool
     compute_capability: str | None = None
     unified_memory: bool = False  # the GPU's memory is the host's (DGX Spark's GB10): the total is shared with the CPU
+    nvlink: str | None = None  # how its GPUs reach each other: nvswitch, nvlink, bridge (optional), none; None: unknown
     parent: str | None = None  # a MIG slice: the catalogue id of the GPU it is cut from
     slices: tuple[MigSlice, ...] = ()  # the MIG profiles the catalogue has a sourced in-slice memory for
 
@@ -70,7 +71,7 @@ def catalogue() -> tuple[Gpu, ...]:
             memory_source=e["memory_source"], nvml_total_mib=e.get("nvml_total_mib"),
             bandwidth_gbps=e.get("bandwidth_gbps"), bf16_tflops_dense=e.get("bf16_tflops_dense"),
             fp8=bool(e.get("fp8")), compute_capability=e.get("compute_capability"),
-            unified_memory=bool(e.get("unified_memory")),
+            unified_memory=bool(e.get("unified_memory")), nvlink=e.get("nvlink"),
             slices=tuple(MigSlice(m["profile"], int(m["memory_bytes"]), m["memory_precision"], m["memory_source"])
                          for m in e.get("mig") or ()))
         for e in entries
@@ -99,6 +100,12 @@ def mig_slice(gpu: Gpu, piece: MigSlice) -> Gpu:
                memory_bytes=piece.memory_bytes, memory_precision=piece.memory_precision,
                memory_source=piece.memory_source, nvml_total_mib=None, bandwidth_gbps=None, bf16_tflops_dense=None,
                fp8=gpu.fp8, compute_capability=gpu.compute_capability, parent=gpu.id)
+
+
+def links_of(gpu_id: str) -> str | None:
+    """The catalogue's nvlink flag for a GPU id (a MIG slice: its parent's); None for a GPU outside the catalogue."""
+    gpu = _index().get(_normalize(gpu_id.partition(":")[0]))
+    return gpu.nvlink if gpu is not None else None
 
 
 def mig_slices() -> tuple[Gpu, ...]:

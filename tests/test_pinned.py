@@ -6,7 +6,10 @@ Constants used below and where they come from:
 - vLLM v0.21+ era (kvplan/engines/vllm.py, calibrated in docs/calibration.md): utilization 0.92; sampler
   3.79 fp32 copies of min(max_num_seqs, max_num_batched_tokens) x vocab; no hidden/mlp copies; moe copies 1.0
   (0 for dense models); fixed int(0.12 GiB) = 128,849,018 B; non-torch int(0.25 GiB) = 268,435,456 B on one GPU,
-  int(2.1 GiB) = 2,254,857,830 B with TP > 1, int(0.07 GiB) = 75,161,927 B with pipeline stages alone;
+  with TP > 1 that plus NCCL's growth (kvplan/engines/vllm/interconnect.py: int(0.08 GiB) = 85,899,345 B over PCIe,
+  so 354,334,801 B on an RTX 4090, or an RTX 3090 with its optional bridge taken as absent; int(0.42 GiB)
+  = 450,971,566 B over NVLink) and, on an NVSwitch or unknown device that may be Hopper, FlashInfer's fusion
+  workspace 3 x 512 MiB (2,330,019,758 B in all), int(0.07 GiB) = 75,161,927 B with pipeline stages alone;
   CUDA graphs 256 MiB + 0.1875 MiB per decoder layer for each further captured size of each mode.
   Below 70 GiB: max_num_seqs 256, max_num_batched_tokens 2048, so 51 PIECEWISE sizes (up to 512) and 35 FULL
   (up to 256): graphs 256 MiB + 84 x 0.1875 MiB x layers (28 layers: 730,857,472 B; 80: 1,589,641,216 B; 64:
@@ -59,9 +62,9 @@ def test_levers_qwen7b_rtx4090_full_context_order_and_values():
     assert result.returncode == 1 and plan["capacity"]["fits"] is False
     assert plan["memory"]["kv_cache_bytes"] == 6_369_512_478
     # Each lever re-planned by hand (same activation / graphs / RoPE table as above):
-    # TP 2: weights ceil(15,231,233,024 / 2) + 33,554,432 = 7,649,170,944, non-torch 2,254,857,830, block per rank
-    #   458,752 (2 KV heads): 23,352,596,181 - 7,649,170,944 - 719,003,319 - 2,254,857,830 - 730,857,472
-    #   = 11,998,706,616 // 458,752 = 26,155 blocks -> 418,480 tokens; 26,155 / 8,192 = 3.19 requests.
+    # TP 2: weights ceil(15,231,233,024 / 2) + 33,554,432 = 7,649,170,944, non-torch 354,334,801 (PCIe), block per
+    #   rank 458,752 (2 KV heads): 23,352,596,181 - 7,649,170,944 - 719,003,319 - 354,334,801 - 730,857,472
+    #   = 13,899,229,645 // 458,752 = 30,297 blocks -> 484,752 tokens; 30,297 / 8,192 = 3.70 requests.
     # AWQ: linears 7,615,616,512 - 2 x 544,997,376 = 6,525,621,760 params -> 6,525,621,760 x 4 // 8
     #   + 6,525,621,760 x 20 // 1024 = 3,262,810,880 + 127,453,550 = 3,390,264,430 B, // 28 x 28 = 3,390,264,416,
     #   + embeddings and lm_head 2,179,989,504 = 5,570,253,920 (+ RoPE) -> pool 16,030,491,582 // 917,504 = 17,471
@@ -75,9 +78,9 @@ def test_levers_qwen7b_rtx4090_full_context_order_and_values():
     #   -> pool 7,131,010,180 // 917,504 = 7,772 blocks = 124,352 tokens < 131,072, does not fit) is the 6th, left off.
     assert lever_flags(plan) == ["--tensor-parallel-size 2", "--quantization awq (with a 4-bit checkpoint)",
                                  "--quantization fp8", "--kv-cache-dtype fp8", "--max-model-len 111056"]
-    assert [lever["tokens"] for lever in plan["levers"]] == [418_480, 279_536, 224_864, 222_144, 111_072]
+    assert [lever["tokens"] for lever in plan["levers"]] == [484_752, 279_536, 224_864, 222_144, 111_072]
     assert all(lever["fits"] for lever in plan["levers"])
-    assert plan["levers"][0]["max_concurrency"] == 3.19
+    assert plan["levers"][0]["max_concurrency"] == 3.7
     # concurrency of the max_model_len lever: 6,942 blocks / cdiv(111,072, 16) = 6,942 / 6,942
     assert plan["levers"][-1]["max_concurrency"] == 1.0
     assert plan["capacity"]["max_model_len_that_fits"] == 111_056
@@ -88,20 +91,20 @@ def test_levers_llama70b_rtx4090_only_tp8_with_fp8():
     # vocab 128,256. At TP 1 the 141 GB of weights leave a negative pool: no max_model_len, fp8-KV or
     # utilization lever has a token (levers with 0 tokens are dropped), fp8 (72.7 GB) and AWQ do not load either.
     # Common to TP 8 (budget 23,352,596,181 as above): activation int(3.79 x 256 x 128,256 x 4) + 128,849,018
-    #   = 497,756,405 + 128,849,018 = 626,605,423; non-torch 2,254,857,830; graphs 1,589,641,216;
+    #   = 497,756,405 + 128,849,018 = 626,605,423; non-torch 354,334,801 (PCIe); graphs 1,589,641,216;
     #   block per rank 2 x 80 x 1 x 128 x 16 x 2 = 655,360 B; one 131,072-token request needs 8,192 blocks.
     # Every rank adds the 33,554,432 B RoPE table.
     # TP 8 bf16: linears 70,553,706,496 - 2,101,346,304 = 68,452,360,192 params; x 2 // 80 x 80 = 136,904,720,320
     #   + 4,202,692,608 -> ceil(/ 8) + RoPE = 17,671,981,048 -> pool 1,209,510,664 // 655,360 = 1,845 blocks < 8,192.
     # So the search retries with fp8 weights: TP 2 (36,327,526,384 B + RoPE) / TP 4 (18,197,317,624 B -> 521 blocks
     #   of 1,310,720 B) do not fit; TP 8 + fp8: (68,452,360,192 // 80 x 80 = 68,452,360,160 + 4,202,692,608) / 8
-    #   + RoPE = 9,115,436,028 -> pool 23,352,596,181 - 9,115,436,028 - 626,605,423 - 2,254,857,830 - 1,589,641,216
-    #   = 9,766,055,684 // 655,360 = 14,901 blocks -> 238,416 tokens, 14,901 / 8,192 = 1.82 requests.
+    #   + RoPE = 9,115,436,028 -> pool 23,352,596,181 - 9,115,436,028 - 626,605,423 - 354,334,801 - 1,589,641,216
+    #   = 11,666,578,713 // 655,360 = 17,801 blocks -> 284,816 tokens, 17,801 / 8,192 = 2.17 requests.
     result, plan = estimate_json("--model", "meta-llama/Llama-3.1-70B", "--gpu", "rtx4090")
     assert result.returncode == 1
     assert plan["capacity"]["max_model_len_that_fits"] == 0
     assert lever_flags(plan) == ["--tensor-parallel-size 8 --quantization fp8"]
-    assert plan["levers"][0]["tokens"] == 238_416 and plan["levers"][0]["max_concurrency"] == 1.82
+    assert plan["levers"][0]["tokens"] == 284_816 and plan["levers"][0]["max_concurrency"] == 2.17
 
 
 # --- b. the TP lever search over 2 / 4 / 8 -----------------------------------------------------------------------
@@ -114,38 +117,39 @@ def test_tp_lever_skips_tp2_that_does_not_fit_and_proposes_tp4():
     # TP 2: 32,763,876,352 + 33,554,432 = 32,797,430,784 B of weights per rank > the 23,273,568,783 B budget -> no
     #   pool, does not fit.
     # TP 4: 16,381,938,176 + 33,554,432 = 16,415,492,608 per rank; pool 23,273,568,783 - 16,415,492,608
-    #   - 719,003,319 (sampler as for any vocab-152,064 model) - 2,254,857,830 - graphs 1,325,400,064
-    #   = 2,558,814,962; block per rank 2 x 64 x 2 x 128 x 16 x 2 = 1,048,576 -> 2,440 blocks -> 39,040 tokens
-    #   >= 32,768 (2,048 blocks): fits, 2,440 / 2,048 = 1.19 requests.
+    #   - 719,003,319 (sampler as for any vocab-152,064 model) - 354,334,801 (non-torch over PCIe: the RTX 3090's
+    #   optional bridge taken as absent) - graphs 1,325,400,064 = 4,459,337,991; block per rank
+    #   2 x 64 x 2 x 128 x 16 x 2 = 1,048,576 -> 4,252 blocks -> 68,032 tokens >= 32,768 (2,048 blocks): fits,
+    #   4,252 / 2,048 = 2.08 requests.
     common = ("--model", "Qwen/Qwen2.5-32B", "--gpu", "rtx3090", "--max-model-len", "32768")
     result, plan = estimate_json(*common)
     assert result.returncode == 1
     tp_levers = [lever for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"]]
     assert [lever["flags"] for lever in tp_levers] == ["--tensor-parallel-size 4"]
-    assert tp_levers[0]["tokens"] == 39_040 and tp_levers[0]["fits"] and tp_levers[0]["max_concurrency"] == 1.19
+    assert tp_levers[0]["tokens"] == 68_032 and tp_levers[0]["fits"] and tp_levers[0]["max_concurrency"] == 2.08
     _, tp2 = estimate_json(*common, "-tp", "2")
     assert tp2["memory"]["weights_bytes"] == 32_797_430_784 and tp2["capacity"]["fits"] is False
     _, tp4 = estimate_json(*common, "-tp", "4")
-    assert tp4["memory"]["kv_cache_bytes"] == 2_558_814_962 and tp4["capacity"]["num_blocks"] == 2_440
+    assert tp4["memory"]["kv_cache_bytes"] == 4_459_337_991 and tp4["capacity"]["num_blocks"] == 4_252
 
 
 def test_tp_lever_never_proposes_a_size_that_does_not_divide_the_heads():
-    # Qwen2.5-7B has 28 heads: TP 2 and 4 divide them, TP 8 does not. On an 8.2 GB device (budget
-    # int(8.2e9 x 0.92) = 7,544,000,000; activation 719,003,319, non-torch 2,254,857,830, graphs 730,857,472 at
-    # any TP > 1; block per rank with 1 KV head = 2 x 28 x 1 x 128 x 16 x 2 = 229,376 B; 8,192 blocks needed),
-    # and on every rank the 33,554,432 B RoPE table:
-    #   TP 4 bf16: weights 3,841,362,688 -> pool -2,081,309, no fit
-    #   TP 4 + fp8: weights 8,705,611,264 / 4 + RoPE = 2,209,957,248 -> pool 1,629,324,131 -> 7,103 blocks, no fit
-    #   TP 8 (not allowed): weights 1,937,458,560 -> pool 1,901,822,819 -> 8,291 blocks (132,656 tokens), would fit.
+    # Qwen2.5-7B has 28 heads: TP 2 and 4 divide them, TP 8 does not. On an 8.3 GB device (budget
+    # int(8.3e9 x 0.92) = 7,636,000,000; activation 719,003,319, non-torch 2,330,019,758 (an unknown device: the
+    # NVSwitch Hopper figure), graphs 730,857,472 at any TP > 1; block per rank with 1 KV head
+    # = 2 x 28 x 1 x 128 x 16 x 2 = 229,376 B; 8,192 blocks needed), and on every rank the 33,554,432 B RoPE table:
+    #   TP 4 bf16: weights 3,841,362,688 -> pool 14,756,763 -> 64 blocks, no fit
+    #   TP 4 + fp8: weights 8,705,611,264 / 4 + RoPE = 2,209,957,248 -> pool 1,646,162,203 -> 7,176 blocks, no fit
+    #   TP 8 (not allowed): weights 1,937,458,560 -> pool 1,918,660,891 -> 8,364 blocks, would fit.
     # So with the heads rule no TP size serves one request (a non-fitting TP 4 may be listed); without the rule,
     # --tensor-parallel-size 8 would top the list as the only fitting lever.
-    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.2GB")
+    result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.3GB")
     assert result.returncode == 1
     assert not any("--tensor-parallel-size 8" in flags for flags in lever_flags(plan))
     assert not any(lever["fits"] for lever in plan["levers"] if "--tensor-parallel-size" in lever["flags"])
-    _, tp4_fp8 = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.2GB", "-tp", "4", "--quantization",
+    _, tp4_fp8 = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu-memory", "8.3GB", "-tp", "4", "--quantization",
                                "fp8")
-    assert tp4_fp8["memory"]["kv_cache_bytes"] == 1_629_324_131 and tp4_fp8["capacity"]["num_blocks"] == 7_103
+    assert tp4_fp8["memory"]["kv_cache_bytes"] == 1_646_162_203 and tp4_fp8["capacity"]["num_blocks"] == 7_176
     # falcon-7b-instruct has 71 (prime) heads: no TP size is ever proposed (with the rule off, TP 2 shows up).
     _, falcon = estimate_json("--model", "tiiuae/falcon-7b-instruct", "--gpu-memory", "12GiB")
     assert falcon["capacity"]["fits"] is False and falcon["levers"]
@@ -173,10 +177,11 @@ def test_tp_lever_never_proposes_a_size_that_does_not_divide_the_heads():
     ("h100", 8192, 0.835, 13_920_042_693, 55_212_619_394),
 ])
 def test_sglang_default_chunked_prefill_and_reserve(gpu, chunked, fraction, reserve, pool):
-    # Rule: kvplan/engines/sglang.py (SGLang server_args' mem_fraction_static heuristic, ModelRunner
+    # Rule: kvplan/engines/sglang/defaults.py (SGLang 0.5.9 server_args' mem_fraction_static heuristic, ModelRunner
     # profile_max_num_token); Qwen2.5-7B weights 7,615,616,512 x 2 = 15,231,233,024 B; page size 1, 57,344 B per token.
+    # (0.5.23's defaults, with its prefill CUDA graphs: tests/test_sglang_releases_issue18.py.)
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", gpu, "--engine", "sglang",
-                                 "--max-model-len", "8192")
+                                 "--max-model-len", "8192", "--engine-version", "0.5.9")
     assert result.returncode == 0
     assert plan["engine"]["max_num_batched_tokens"] == chunked
     assert plan["engine"]["gpu_memory_utilization"] == fraction

@@ -56,6 +56,12 @@ class Deployment:
                                           default_rule="on from v0.14 (its envs.py); off: every layer caches every token",
                                           engine_flag=False,
                                           env="VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE")
+    flashinfer_sampler: bool | None = knob("bool", "vLLM's VLLM_USE_FLASHINFER_SAMPLER switch: FlashInfer's top-k / "
+                                           "top-p sampler in the profiling run (v0.8-v0.16: 3.5 float32 copies of "
+                                           "the logits, not the sort's 9.52).",
+                                           default_rule="on through 0.11 (FlashInfer taken as installed), opt-in "
+                                           "from 0.12 (its topk_topp_sampler.py)", engine_flag=False,
+                                           env="VLLM_USE_FLASHINFER_SAMPLER")
     v2_model_runner: bool | None = knob("bool", "vLLM's VLLM_USE_V2_MODEL_RUNNER switch: Model Runner V2 (before "
                                         "0.29 it subtracts no CUDA-graph estimate).",
                                         default_rule="by release and architecture (vLLM config/vllm.py "

@@ -18,6 +18,7 @@ from kvplan.engines.vllm.hybrid import (
     is_hybrid,
     mamba_cache_mode,
 )
+from kvplan.engines.vllm.interconnect import tp_growth
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile, tower_replicated, tower_skipped
@@ -40,6 +41,7 @@ from kvplan.engines.vllm.releases import (
     release_of,
 )
 from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles_graphs, runner_notes
+from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -132,8 +134,10 @@ def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
     return (0, 8) <= _release(settings) < HYBRID_ALLOCATOR_FROM and {"full", "sliding"} <= kinds
 
 
-def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int) -> int:
-    logits = era.logits_copies * min(max_num_seqs, mnbt) * spec.vocab_size * 4
+def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int,
+                     logits_copies: float | None = None) -> int:
+    logits = (era.logits_copies if logits_copies is None else logits_copies) * min(max_num_seqs, mnbt) * \
+        spec.vocab_size * 4
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
     mlp_width = spec.intermediate_size
     moe = 0.0
@@ -329,12 +333,16 @@ class Vllm(PoolRules):
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
-                               settings.max_num_batched_tokens or settings.max_model_len)
+                               settings.max_num_batched_tokens or settings.max_model_len,
+                               sampler_copies(era, dep, _release(settings)))
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
         encoder = encoder_of(target, settings)
         act += encoder.held_bytes if encoder else 0
-        non_torch = era.non_torch(tp, pp)
+        growth = tp_growth(dep, gpu, _release(settings), spec.hidden_size,
+                           dtype_bytes(common.model_dtype(spec, dep, gpu)[0]),
+                           settings.max_num_batched_tokens or settings.max_model_len)
+        non_torch = era.non_torch(tp, pp, growth)
         use_graphs = era.subtracts_cuda_graphs if dep.estimate_cudagraphs is None else dep.estimate_cudagraphs
         use_graphs = (use_graphs and graph_estimate_on(gpu, _release(settings))
                       and profiles_graphs(settings.model_runner == "V2", _release(settings)))

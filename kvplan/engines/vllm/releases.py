@@ -96,7 +96,9 @@ class Era:
     moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
     fixed_bytes: int
     non_torch_single: int
-    non_torch_multi: int  # tensor parallel (with or without pipeline stages)
+    # tensor parallel (with or without pipeline stages); None: one GPU's figure plus what the interconnect adds
+    # (engines/vllm/interconnect.py tp_growth)
+    non_torch_multi: int | None
     subtracts_cuda_graphs: bool
     default_utilization: float
     # The peak is the larger of the dummy forward's transients and the sampler's, not their sum: profile_run
@@ -106,27 +108,32 @@ class Era:
     # pipeline stages on one GPU each (TP 1); None: as non_torch_multi
     non_torch_pipeline: int | None = None
 
-    def non_torch(self, tp: int, pp: int) -> int:
-        """What grows outside torch during profiling on one rank: one GPU, pipeline stages alone, or TP."""
+    def non_torch(self, tp: int, pp: int, growth: int = 0) -> int:
+        """What grows outside torch during profiling on one rank: one GPU, pipeline stages alone, or TP (growth:
+        what the interconnect adds beyond one GPU, where non_torch_multi is None)."""
+        multi = self.non_torch_single + growth if self.non_torch_multi is None else self.non_torch_multi
         if tp > 1:
-            return self.non_torch_multi
+            return multi
         if pp > 1:
-            return self.non_torch_multi if self.non_torch_pipeline is None else self.non_torch_pipeline
+            return multi if self.non_torch_pipeline is None else self.non_torch_pipeline
         return self.non_torch_single
 
 
 ERAS = (
     # (first version, era)
     ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
+    # TP (and pipeline stages before v0.17): one GPU's figure plus NCCL's growth by interconnect (interconnect.py:
+    # 0.13 + 0.42 = 0.55 GiB over NVLink, B03's v0.11 H100 TP 2; 0.13 + 0.08 = 0.21 GiB over PCIe, an L40S TP 4 log).
     ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
-                 int(0.55 * GiB), False, 0.9)),
-    # Non-torch at TP > 1 from v0.17: 2.1 GiB, as the llm-d-planner v0.19 H100 sweep's logs print it ("non-torch
-    # forward increase memory", data/calibration.yaml L02-L03, L12-L14, L16-L18, L20-L21: 2.06-2.21 GiB at
-    # TP 2 and 4, on NVLink H100s); v0.21+ keeps it. What vLLM counts (utils/mem_utils.py memory_profiling): what
-    # is allocated outside torch after the worker's init snapshot, which gpu_worker.init_device takes after
-    # init_worker_distributed_environment (by v0.11 already): what the communicators allocate at start-up is not
-    # charged (it comes out of the 1 - utilization margin), only what grows later. No consumer-card log prints it
-    # apart (engine-calibration Y12 gives weights and non-torch as one figure), so no PCIe figure replaces it.
+                 None, False, 0.9)),
+    # Non-torch at TP > 1 from v0.17: one GPU's figure, NCCL's growth and, on NVSwitch Hopper and Blackwell, the
+    # FlashInfer all-reduce fusion workspace the v0.17 compile pass creates (interconnect.py): 0.25 + 0.42 + 1.5 =
+    # 2.17 GiB on the llm-d-planner v0.19 H100 sweep ("non-torch forward increase memory", data/calibration.yaml
+    # L02-L03, L12-L14, L16-L18, L20-L21: 2.06-2.21 GiB at TP 2 and 4), 0.25 + 0.08 = 0.33 GiB over PCIe (L40S).
+    # What vLLM counts (utils/mem_utils.py memory_profiling): what is allocated outside torch after the worker's
+    # init snapshot, which gpu_worker.init_device takes after init_worker_distributed_environment (by v0.11
+    # already): what the communicators allocate at start-up is not charged (it comes out of the 1 - utilization
+    # margin), only what grows later.
     # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
     # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
     # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
@@ -137,9 +144,9 @@ ERAS = (
     # (data/calibration.yaml V15-V18: "non-torch forward increase memory" 0.13, 0.13, 0.13, 0.25 GiB for
     # Qwen3-14B; every v0.19 log prints 0.24-0.27).
     ((0, 17), Era("V1, v0.17", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
-                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
+                  None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     ((0, 18), Era("V1, v0.18-v0.19", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
-                  int(2.1 * GiB), False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
+                  None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     # v0.20+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" and gpu_memory_utilization to 0.92 (vLLM 0.20.0
     # envs.py and config/cache.py; 0.19.0 has "0" and 0.9; the log's "default since v0.21.0" in gpu_worker.py is
     # wrong, issue 18 section 2.1; the oracle's 0.20.0 cases, tests/oracle/cases.jsonl, resolve 0.92), and
@@ -148,7 +155,7 @@ ERAS = (
     # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
     # is the graphs' actual pool, captured after the KV cache and not subtracted.
     ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
-                  int(0.25 * GiB), int(2.1 * GiB), True, 0.92, peak_of_larger=True,
+                  int(0.25 * GiB), None, True, 0.92, peak_of_larger=True,
                   non_torch_pipeline=int(0.07 * GiB))),
 )
 
@@ -184,7 +191,9 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change((0, 8), "V1 engine: chunked prefill at max_num_batched_tokens, the sampler's peak (era 'V1, v0.8-v0.16')"),
     Change(PAGED_STATES_FROM, "recurrent states paged in the block pool (HybridAttentionMambaModelConfig)"),
     Change(SPARSE_FP8_DEFAULT_IN, "DeepSeek sparse attention turns kv_cache_dtype auto into fp8_ds_mla (PR #25988)"),
-    Change((0, 17), "non-torch memory 2.1 GiB at TP > 1, MLP-width activation (llm-d-planner's v0.19 sweep)"),
+    Change((0, 17), "FlashInfer's all-reduce fusion workspace in the TP non-torch memory on NVSwitch Hopper / "
+                    "Blackwell (0.17.0 config/vllm.py enable_allreduce_rms_fusion), MLP-width activation "
+                    "(llm-d-planner's v0.19 sweep)"),
     Change(MLA_BLOCK_FROM_BACKEND, "MLA block size follows the attention backend (vllm#35122)"),
     Change(MAMBA_CACHE_MODES_FROM, "mamba_cache_mode none / align / all with --enable-prefix-caching on a hybrid "
                                    "(0.18.0 config/cache.py, models/config.py MambaModelConfig)"),
