@@ -94,3 +94,16 @@ def test_rocm_gets_the_graph_estimate_from_v0_26():
         assert plan("Qwen/Qwen3-8B", version, v2_model_runner=False).memory.cuda_graph_bytes == QWEN3_8B_V1_ESTIMATE
     assert plan("Qwen/Qwen3-8B", "0.20.0", gpu="mi300x").memory.cuda_graph_bytes == 0
     assert plan("Qwen/Qwen3-8B", "0.29.0", gpu="mi300x").memory.cuda_graph_bytes == QWEN3_8B_V1_ESTIMATE
+
+
+def test_v2_capture_sizes_are_not_rounded_for_draft_tokens():
+    # 18 §2.4's V2 half. 0.33.0 config/compilation.py resolve_cudagraph_mode_and_sizes: sizes are rounded up to a
+    # multiple of 1 + speculative tokens only "if not use_v2_model_runner". Qwen2.5-7B (28 layers) on an H100, ngram
+    # with 3 tokens: the largest size min(1,024 x 4 x 2, 512, 8,192) = 512; V1 rounds 1, 2, 4 to 4 and keeps the 48
+    # multiples of 8 and 16 above it: 49 sizes, 256 + 28 x 3/16 x 2 x 48 = 760 MiB; V2 keeps all 51: 256 + 28 x 3/16
+    # x 2 x 50 = 781 MiB.
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    v2 = plan("Qwen/Qwen2.5-7B", "0.33.0", speculative_config=ngram)
+    v1 = plan("Qwen/Qwen2.5-7B", "0.33.0", speculative_config=ngram, v2_model_runner=False)
+    assert (v2.engine.model_runner, v2.memory.cuda_graph_bytes) == ("V2", 781 * MiB)
+    assert (v1.engine.model_runner, v1.memory.cuda_graph_bytes) == ("V1", 760 * MiB)
