@@ -29,6 +29,12 @@ ROOT = Path(__file__).parent.parent
     # Y06, talos-argocd-proxmox#1995 (Qwen3.8-27B-FP8, 2 x RTX 3090, fp8_e4m3 KV): block 1,568, 4.99 GiB per GPU
     # -> 302,921 tokens, 2.31x at 131,072 (208 blocks / 90 per request).
     ("Y06", 1568, 302_921, 2.31),
+    # Y14, stored id 56681168668 (Qwen3.6-35B-A3B, vLLM 0.22.0, prefix caching, MTP with 3 draft tokens, bf16 KV):
+    # "Setting attention block size to 1072 tokens", 71.15 GiB -> 3,131,683 tokens, 15.66x at 200,000.
+    ("Y14", 1072, 3_131_683, 15.66),
+    # Y15, stored id 61569442000 (Qwen3.6-27B-NVFP4, a vLLM 0.23.1 nightly, prefix caching, MTP 2, fp8 KV):
+    # "Setting attention block size to 1600 tokens", 48.6 GiB -> 1,394,129 tokens, 5.32x at 262,144.
+    ("Y15", 1600, 1_394_129, 5.32),
 ])
 def test_pool_replay_closes_on_block_size_tokens_and_concurrency(entry_id, block_size, tokens, concurrency):
     replay = calibration.pool_replay(BY_ID[entry_id])
@@ -136,7 +142,7 @@ def test_every_vllm_log_closes_or_says_why_not():
     # log either predicted from scratch or excluded from it with its reason.
     ids = [e["id"] for e in calibration.entries() if e["engine"] == "vllm"]
     assert ids == ["I7", "Y01", "Y02", "Y03", "Y04", "Y05-65k", "Y05-147k", "Y06", "Y07", "Y08", "Y09", "Y10",
-                   "Y11", "Y12", "Y13"]
+                   "Y11", "Y12", "Y13", "Y14", "Y15", "Y16", "Y17"]
     for entry_id in ids:
         entry = BY_ID[entry_id]
         assert entry["source"] and entry["kind"] in calibration.VLLM_KINDS
