@@ -85,16 +85,17 @@ def default_largest_capture(gpu: GpuChoice, version: tuple[int, int]) -> int:
 
 
 def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int,
-                     architecture: str = "", default_largest: int = 512) -> tuple[int, int]:
+                     architecture: str = "", default_largest: int = 512, rounded: bool = True) -> tuple[int, int]:
     """How many batch sizes vLLM captures by default, PIECEWISE and FULL (cudagraph_mode FULL_AND_PIECEWISE).
     PIECEWISE takes every size of the default list (config/vllm.py VllmConfig._set_cudagraph_sizes, as the 2026
     releases have it; compilation_config's own sizes are not modelled): up to min(max_num_seqs x (1 + speculative
     tokens) x 2, 512, max_num_batched_tokens) (an architecture of LARGEST_CAPTURE: its own size, bounded by
     max_num_batched_tokens), the sizes 1, 2, 4, then every 8 below 256 and every 16 from 256;
     with speculative decoding each is rounded up to a multiple of 1 + speculative tokens
-    (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped. FULL takes the uniform-decode
-    ones among them: at most max_num_seqs x (1 + speculative tokens) (cudagraph_dispatcher.py
-    initialize_cudagraph_keys)."""
+    (compilation.py adjust_cudagraph_sizes_for_spec_decode) and duplicates dropped, except under Model Runner V2
+    (rounded False: 0.26.0+ compilation.py resolve_cudagraph_mode_and_sizes rounds only "not use_v2_model_runner";
+    V2 sizes its graphs in v1/worker/gpu/cudagraph_utils.py). FULL takes the uniform-decode ones among them: at
+    most max_num_seqs x (1 + speculative tokens) (cudagraph_dispatcher.py initialize_cudagraph_keys)."""
     query = 1 + spec_tokens
     raised = LARGEST_CAPTURE.get(architecture)
     largest = min(raised, max_num_batched_tokens) if raised else min(max_num_seqs * query * 2, default_largest,
@@ -102,7 +103,9 @@ def cuda_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     listed = [size for size in (1, 2, 4) if size <= largest]
     listed += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
     # rounded sizes past the largest are dropped, and the query length alone is left when none remains
-    sizes = {rounded for size in listed if (rounded := -(-size // query) * query) <= largest} or {query}
+    if not rounded:
+        query = 1
+    sizes = {up for size in listed if (up := -(-size // query) * query) <= largest} or {query}
     return len(sizes), sum(query <= size <= query * max_num_seqs for size in sizes)
 
 
@@ -351,7 +354,8 @@ class Vllm(PoolRules):
         if use_graphs and not eager:
             piecewise, full = cuda_graph_sizes(settings.max_num_seqs or 1, settings.max_num_batched_tokens or 1,
                                                common.speculative_tokens(dep), spec.architecture,
-                                               default_largest_capture(gpu, _release(settings)))
+                                               default_largest_capture(gpu, _release(settings)),
+                                               settings.model_runner != "V2")
             sizes = (piecewise, full if captures_full_graphs(spec, dep) else 0)
             if lora:  # each size and mode captured once per LoRA case
                 sizes = (sizes[0] * lora.graph_cases, sizes[1] * lora.graph_cases)
