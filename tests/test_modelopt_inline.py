@@ -16,7 +16,7 @@ from kvplan.api import estimate
 from kvplan.errors import KvplanError
 from kvplan.models.hf_config import parse_config
 from kvplan.models.model import SpecSource
-from kvplan.models.sources import read_local
+from kvplan.models.sources import read_local, read_spec_file, spec_files
 from kvplan.weights import weight_layout
 
 FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
@@ -100,3 +100,12 @@ def test_fp8_and_mixed_algos():
 def test_malformed_inline_config_is_one_line(changes, message):
     with pytest.raises(KvplanError, match=message):
         parse_config(inline(**copy.deepcopy(changes)), "m", SpecSource("local", "m"))
+
+
+def test_bundled_spec_keeps_its_modelopt_settings():
+    # model_specs/nvidia__MiniMax-M2.5-NVFP4.json: the published config.json, quantization_config and all
+    bundled = next(f for f in spec_files() if f.kind == "bundled" and f.path.name == "nvidia__MiniMax-M2.5-NVFP4.json")
+    quant = read_spec_file(bundled).quantization
+    assert quant is not None and (quant.method, quant.kv_cache_quant_algo) == ("modelopt_fp4", "FP8")
+    plan = estimate("nvidia/MiniMax-M2.5-NVFP4", gpu="b200", max_model_len=32768, tensor_parallel_size=4)
+    assert (plan.kv_dtype, plan.layout.bytes_per_token) == ("fp8_e4m3", 62 * 2 * 2 * 128)  # 8 KV heads / TP 4
