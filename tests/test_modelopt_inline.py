@@ -66,7 +66,7 @@ def test_minimax_m25_nvfp4_kv_is_fp8_under_auto():
     # 62 layers x 2 (K, V) x 8 KV heads x 128 x 1 byte
     plan = estimate(str(MINIMAX), gpu="b200", max_model_len=32768, tensor_parallel_size=4)
     assert (plan.kv_dtype, plan.kv_bytes) == ("fp8_e4m3", 1)
-    assert any("kv_cache_quant_algo FP8" in note for note in plan.notes)
+    assert any("the checkpoint's config.json names an FP8 KV cache" in note for note in plan.notes)
     assert estimate(str(MINIMAX), gpu="b200", max_model_len=32768, tensor_parallel_size=4,
                     engine="sglang").kv_dtype == "fp8_e4m3"
     assert estimate(str(MINIMAX), gpu="b200", max_model_len=32768, tensor_parallel_size=4,

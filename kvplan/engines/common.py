@@ -105,7 +105,8 @@ def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:
 
 
 def modelopt_fp8_kv(spec: ModelSpec) -> bool:
-    """Whether the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8 (kvplan.models.modelopt)."""
+    """Whether the checkpoint's ModelOpt settings (hf_quant_config.json, or config.json's own quantization_config)
+    name an FP8 KV cache (kvplan.models.modelopt)."""
     quant = spec.quantization
     return quant is not None and bool(quant.source) and quant.kv_cache_quant_algo == "FP8"
 
@@ -113,9 +114,11 @@ def modelopt_fp8_kv(spec: ModelSpec) -> bool:
 def modelopt_kv_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | None:
     if dep.kv_cache_dtype != "auto" or not modelopt_fp8_kv(spec):
         return None
+    source = spec.quantization.source if spec.quantization else ""
+    named = f"the checkpoint's {source} names an FP8 KV cache (kv_cache_quant_algo FP8)"
     if kv_name == "fp8_e4m3":
-        return "KV cache in fp8_e4m3: the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8"
-    return (f"the checkpoint's hf_quant_config.json names kv_cache_quant_algo FP8; kvplan applies it to "
+        return f"KV cache in fp8_e4m3: {named}"
+    return (f"{named}; kvplan applies it to "
             f"kv_cache_dtype auto only in the releases read to do so (vLLM 0.14.0+, SGLang 0.5.9+; TensorRT-LLM's "
             f"1.2 sources were not reachable): KV cache in {kv_name}")
 
