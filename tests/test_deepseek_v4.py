@@ -182,6 +182,17 @@ def test_bad_compress_ratios_is_one_line():
         pool_layout(list(spec(FLASH, data).layers), 256, 1, 1)
 
 
+def test_vllm_serves_fp8_ds_mla_and_refuses_the_rest():
+    # vLLM 0.33.0 attention.py _resolve_dsv4_kv_cache_dtype: auto -> fp8_ds_mla on FlashMLA; any other than fp8 is
+    # refused; compute capability 12.x takes FlashInfer's rows (not modelled)
+    plan = kvplan.estimate(str(FLASH), gpu="h200", max_model_len=65_536, kv_cache_memory_bytes=GIB40)
+    assert plan.kv_dtype == "fp8_ds_mla"
+    with pytest.raises(KvplanError, match="takes an fp8 KV cache only"):
+        kvplan.estimate(str(FLASH), gpu="h200", kv_cache_dtype="bfloat16")
+    with pytest.raises(KvplanError, match="compute capability 12.x"):
+        kvplan.estimate(str(FLASH), gpu="rtx-pro-6000-blackwell", tensor_parallel_size=4)
+
+
 def test_other_engines_refuse_by_name():
     with pytest.raises(KvplanError, match="vLLM's own packed KV pool only"):
         kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="sglang")

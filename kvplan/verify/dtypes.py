@@ -10,6 +10,8 @@ _TORCH = {
     "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
     # vLLM's fp8 and fp8_inc caches are e4m3
     "fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_inc": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2",
+    # DeepSeek's packed MLA layout, which vLLM allocates as uint8 (kv_cache_interface.py MLAAttentionSpec)
+    "fp8_ds_mla": "uint8",
 }
 
 

@@ -44,6 +44,7 @@ from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles
 from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
+from kvplan.models.compressed_attention import CompressedSparseAttention, served_kv_cache_dtype
 from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -313,8 +314,10 @@ class Vllm(PoolRules):
             kv_block_size(spec, dep, gpu.compute_major, wanted),
             max_model_len,
             seqs, tokens, expert_placement=placement,
-            auto_kv_cache_dtype="fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
-            else modelopt_auto_kv(spec, wanted),
+            auto_kv_cache_dtype=served_kv_cache_dtype(spec.layers, dep.kv_cache_dtype, gpu.compute_major,
+                                                      (dep.where("kv_cache_dtype"), dep.where("gpu")))
+            or ("fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
+                else modelopt_auto_kv(spec, wanted)),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
             in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name,
@@ -410,7 +413,8 @@ class Vllm(PoolRules):
         if rope >= MiB and target.deployment.weights_memory_bytes is None:
             tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)
             notes.append(f"weights include the RoPE cos/sin cache: {tables} values = {rope / MiB:,.0f} MiB per rank")
-        if settings.auto_kv_cache_dtype == "fp8_ds_mla" and target.deployment.kv_cache_dtype == "auto":
+        if (settings.auto_kv_cache_dtype == "fp8_ds_mla" and target.deployment.kv_cache_dtype == "auto"
+                and not any(isinstance(layer, CompressedSparseAttention) for layer in target.spec.layers)):
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")
         notes.extend(state_notes(target, _release(settings)))
