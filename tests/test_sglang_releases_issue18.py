@@ -224,3 +224,21 @@ def test_sglang_kv_dtypes_of_0_5_16(dtype, per_token):
     # 0.5.15's --kv-cache-dtype choices are auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1 (server_args.py)
     with pytest.raises(KvplanError, match=f"SGLang 0.5.15 has no --kv-cache-dtype {dtype}"):
         estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", kv_cache_dtype=dtype, engine_version="0.5.15")
+
+
+def test_disable_radix_cache_changes_the_mamba_pool():
+    # issue 18 section 3.6. Qwen3-Next-80B at TP 2 on an H200 (38,633,472 B of states a request a rank, 12,288 B of
+    # KV a token). With the radix cache (0.5.23: extra_buffer) the states take 0.9 : 1 of the rest, 674 slots, and a
+    # running request 5 of them: 134 at once. --disable-radix-cache: one slot a request (_calculate_mamba_ratio), so
+    # 674 // 1; with --max-running-requests 64 the pool is 64 slots + 1 padding (_handle_max_mamba_cache), and the
+    # 675 - 65 = 610 slots freed, 610 x 38,633,472 = 23,566,417,920 B, are 23,566,417,920 // 12,288 = 1,917,840
+    # tokens more of KV.
+    common = dict(gpu="h200", engine="sglang", tensor_parallel_size=2, max_model_len=32768)
+    radix = estimate("Qwen/Qwen3-Next-80B-A3B-Instruct", **common)
+    off = estimate("Qwen/Qwen3-Next-80B-A3B-Instruct", disable_radix_cache=True, **common)
+    sized = estimate("Qwen/Qwen3-Next-80B-A3B-Instruct", disable_radix_cache=True, max_num_seqs=64, **common)
+    assert any("674 // 5 = 134" in note for note in radix.notes)
+    assert any("674 // 1 = 674" in note for note in off.notes)
+    assert off.capacity.tokens == radix.capacity.tokens
+    assert sized.capacity.tokens - radix.capacity.tokens == 1_917_840
+    assert any("64 slots, one a running request" in note for note in sized.notes)

@@ -200,6 +200,9 @@ class Deployment:
     swa_full_tokens_ratio: float | None = knob("float", "SGLang: sliding-window pool tokens per full-attention "
                                                "pool token.", minimum=0, maximum=1000, exclusive_minimum=True,
                                                default_rule="0.8", engine_only=True)
+    disable_radix_cache: bool = knob("bool", "SGLang: no prefix (radix) cache; a Mamba hybrid's running request then "
+                                     "takes one state slot, and --max-running-requests sizes its state pool.", False,
+                                     engine_only=True)
     attention_data_parallel_size: int | None = knob("int", "SGLang: attention data-parallel ranks within TP (each "
                                                     "keeps the KV heads of tp / attn_dp ranks).", minimum=1,
                                                     maximum=MAX_GPUS,

@@ -261,6 +261,10 @@ class Sglang(PoolRules):
         given = dep.max_mamba_cache_size
         if given is not None:  # handle_max_mamba_cache: a given size is shared by the attention-DP groups
             given //= attention_dp(target)
+        elif dep.disable_radix_cache and dep.max_num_seqs is not None:
+            # without the radix cache the slots are the running requests (0.5.9 handle_max_mamba_cache; 0.5.23
+            # kv_cache_configurator.py _handle_max_mamba_cache: at least 1)
+            given = max(1, dep.max_num_seqs // attention_dp(target))
         return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
 
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
@@ -328,12 +332,14 @@ class Sglang(PoolRules):
         if not state_bytes_per_request(target):
             return cap, note
         slots = self._mamba(target, max(self._rest(target, settings, memory.weights_bytes), 0))[0]
-        ratio = mamba_slots_per_request(target.spec.architecture, release)
+        radix = not dep.disable_radix_cache
+        ratio = mamba_slots_per_request(target.spec.architecture, release, radix)
         if slots // ratio >= cap:
             return cap, note
-        strategy = "extra_buffer" if extra_buffer(target.spec.architecture, release) else "no_buffer"
+        strategy = ("radix cache off" if not radix else "radix cache on, " + (
+            "extra_buffer" if extra_buffer(target.spec.architecture, release) else "no_buffer"))
         return slots // ratio, (f"Mamba state slots cap running requests at {slots} // {ratio} = {slots // ratio} "
-                                f"(SGLang's max_running_requests, radix cache on, {strategy})")
+                                f"(SGLang's max_running_requests, {strategy})")
 
     def _stage_pool_bytes(self, target: PlanInput, settings: EngineSettings, stage: int) -> int:
         """The KV pool bytes of one pipeline stage, as stage_memory sizes it."""
@@ -383,6 +389,9 @@ class Sglang(PoolRules):
                       if attention_dp(target) > 1 else "")
             notes.append(f"Mamba state pool: {dep.max_mamba_cache_size} slots as given{shared} ({per_request:,} B "
                          "per request per rank, one padding slot more); the full-attention KV pool gets the rest")
+        elif per_request and dep.disable_radix_cache and dep.max_num_seqs is not None:
+            notes.append(f"Mamba state pool: {self._mamba(target, 0)[0]} slots, one a running request "
+                         "(--disable-radix-cache with --max-running-requests), one padding slot more")
         elif per_request:
             ratio = MAMBA_FULL_MEMORY_RATIO if dep.mamba_full_memory_ratio is None else dep.mamba_full_memory_ratio
             notes.append(f"Mamba state pool: {ratio} : 1 of the rest memory between states "

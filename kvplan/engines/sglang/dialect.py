@@ -84,6 +84,7 @@ DIALECT = Dialect(
     flag_file=True,
     own_knobs=frozenset({"max_total_tokens", "max_mamba_cache_size", "mamba_full_memory_ratio",
                          "swa_full_tokens_ratio", "attention_data_parallel_size", "enable_hierarchical_cache",
+                         "disable_radix_cache",
                          "hicache_ratio", "hicache_size", "cpu_offload_gb",
                          "enable_lora", "max_lora_rank", "lora_target_modules", "max_loras_per_batch"}),
 )

@@ -66,7 +66,6 @@ INERT: dict[str, str] = {
     "schedule-conservativeness": "value",
     "radix-eviction-policy": "value",
     "radix-eviction-policy-config": "value",
-    "disable-radix-cache": "bool",
     "disable-chunked-prefix-cache": "bool",
     "disable-overlap-schedule": "bool",
     "num-continuous-decode-steps": "value",

@@ -35,15 +35,19 @@ EXTRA_BUFFER_0_5_23 = EXTRA_BUFFER_0_5_14 | {
     "InklingForConditionalGeneration", "InklingForConditionalGenerationMTP"}
 
 
-def extra_buffer(architecture: str, release: tuple[int, ...]) -> bool:
-    """Whether the radix cache's Mamba strategy resolves to extra_buffer (0.5.9-0.5.13: auto is no_buffer)."""
-    if release < MAMBA_EXTRA_BUFFER_FROM:
+def extra_buffer(architecture: str, release: tuple[int, ...], radix_cache: bool = True) -> bool:
+    """Whether the radix cache's Mamba strategy resolves to extra_buffer (0.5.9-0.5.13: auto is no_buffer; none
+    without the radix cache, model_override_base.py mamba_extra_buffer_of)."""
+    if release < MAMBA_EXTRA_BUFFER_FROM or not radix_cache:
         return False
     return architecture in (EXTRA_BUFFER_0_5_23 if release >= (0, 5, 23) else EXTRA_BUFFER_0_5_14)
 
 
-def mamba_slots_per_request(architecture: str, release: tuple[int, ...]) -> int:
-    """_calculate_mamba_ratio: 3 state slots a running request, 2 more with the extra buffer."""
+def mamba_slots_per_request(architecture: str, release: tuple[int, ...], radix_cache: bool = True) -> int:
+    """_calculate_mamba_ratio: 3 state slots a running request, 2 more with the extra buffer; 1 with
+    --disable-radix-cache."""
+    if not radix_cache:
+        return 1
     return MAMBA_SLOTS_NO_BUFFER + (MAMBA_EXTRA_BUFFER_SLOTS if extra_buffer(architecture, release) else 0)
 
 
