@@ -82,7 +82,8 @@ def sglang_says(plan: Any, case: dict[str, Any]) -> dict[str, Any]:
     defaults = case["engine_says"]["defaults"]
     _, graph_bs = gpu_defaults(gpu_mib(plan.gpu), plan.tensor_parallel, version_of(case))
     ours = {"mem_fraction_static": plan.engine.gpu_memory_utilization,
-            "chunked_prefill_size": plan.engine.max_num_batched_tokens, "cuda_graph_max_bs": graph_bs}
+            # chunked prefill off is -1 to SGLang, no chunk (None) to kvplan
+            "chunked_prefill_size": plan.engine.max_num_batched_tokens or -1, "cuda_graph_max_bs": graph_bs}
     return {"defaults": {key: value for key, value in ours.items() if key in defaults}}
 
 

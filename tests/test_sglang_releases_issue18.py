@@ -242,3 +242,32 @@ def test_disable_radix_cache_changes_the_mamba_pool():
     assert off.capacity.tokens == radix.capacity.tokens
     assert sized.capacity.tokens - radix.capacity.tokens == 1_917_840
     assert any("64 slots, one a running request" in note for note in sized.notes)
+
+
+@pytest.mark.parametrize("model, gpu, tp, fraction", [
+    # issue 18 section 3.9: --chunked-prefill-size -1 turns chunked prefill off. The activation reserve then counts
+    # max_prefill_tokens (16,384): Qwen2.5-7B on an H100 512 + 1.5 x 16,384 + 2 x 256 + 128 = 25,728 MiB, and the
+    # prefill graphs capture no size (their largest is the chunk, -1): round(55,831 / 81,559, 3) = 0.685, as 0.5.9's
+    # and 0.5.23's ServerArgs resolve it (tests/oracle/cases.jsonl). DeepSeek-V3 (MLA) at TP 8 on an H200 keeps the
+    # MLA backend's flat 1,536 MiB: 512 + 24,576 + 1,024 + 1,024 + 1,536 = 28,672 -> round(115,099 / 143,771, 3) = 0.801.
+    ("Qwen/Qwen2.5-7B", "h100", 1, 0.685),
+    ("deepseek-ai/DeepSeek-V3", "h200", 8, 0.801),
+])
+def test_chunked_prefill_off(model, gpu, tp, fraction):
+    from kvplan.deployment.front_doors import from_cli
+
+    own = {"model": (model, "--model"), "gpu": (gpu, "--gpu"), "engine": ("sglang", "--engine")}
+    dep = from_cli(own, ["--tp", str(tp), "--context-length", "32768", "--chunked-prefill-size", "-1"], None, None,
+                   environ={})
+    from kvplan.api import estimates
+
+    plan = estimates(dep)[0].plan
+    assert plan.engine.gpu_memory_utilization == fraction
+    assert plan.engine.max_num_batched_tokens is None  # a prefill step takes whole requests
+
+
+def test_only_sglang_takes_a_chunk_of_minus_one():
+    with pytest.raises(KvplanError, match="must be at least 1, got -1"):
+        estimate("Qwen/Qwen2.5-7B", gpu="h100", max_model_len=32768, max_num_batched_tokens=-1)
+    with pytest.raises(KvplanError, match="or -1 for no chunked prefill, got 0"):
+        estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="sglang", max_num_batched_tokens=0)

@@ -101,7 +101,8 @@ class Deployment:
     max_num_seqs: int | None = knob("int", "Most requests in one batch.", minimum=1, maximum=MAX_TOKENS,
                                     default_rule="vLLM 1024 on >= 70 GiB GPUs other than A100, else 256")
     max_num_batched_tokens: int | None = knob(
-        "int", "Most tokens in one scheduler step (the prefill chunk).", minimum=1, maximum=MAX_TOKENS,
+        "int", "Most tokens in one scheduler step (the prefill chunk); SGLang: -1 turns chunked prefill off.",
+        minimum=-1, maximum=MAX_TOKENS,
         default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048")
     enable_chunked_prefill: bool | None = knob("bool", "vLLM: prefills chunked by max_num_batched_tokens; off, "
                                                "a step takes a whole prompt (max_num_batched_tokens at least "

@@ -36,10 +36,20 @@ CHECKPOINT_METHODS = ("awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "gpt
 def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> list[str]:
     """Refuses what the engine refuses; returns notes on what it accepts but kvplan does not read."""
     _parallel(dep, spec)
+    _chunk(dep)
     _quantization(dep, spec)
     _fp8_capability(dep, gpu)
     _dtype(dep, gpu)
     return _speculative(dep)
+
+
+def _chunk(dep: Deployment) -> None:
+    """A step of at least one token; only SGLang's --chunked-prefill-size -1 (chunked prefill off, server_args.py:
+    the activation reserve then counts max_prefill_tokens) goes below."""
+    value = dep.max_num_batched_tokens
+    if value is not None and value < 1 and not (value == -1 and dep.engine == "sglang"):
+        allowed = "at least 1, or -1 for no chunked prefill" if dep.engine == "sglang" else "at least 1"
+        raise KvplanError(f"must be {allowed}, got {value}", dep.where("max_num_batched_tokens"))
 
 
 def _parallel(dep: Deployment, spec: ModelSpec) -> None:

@@ -93,7 +93,7 @@ SGLANG_GPUS = ("t4", "rtx4090", "rtx5090", "l40s", "a100-40gb-sxm", "a100-80gb-s
 SGLANG_MODELS = (("Qwen/Qwen2.5-7B", 1), ("Qwen/Qwen2.5-7B", 4), ("meta-llama/Llama-3.1-8B", 1))
 # (model, GPU, TP, ServerArgs keywords, kvplan flags): the rules that change by release (issue 18 section 3): the
 # MLA prefill-graph reserve, attention DP inside TP (DeepSeek's standard launch), the prefill graphs capped by
-# --max-total-tokens, n-gram speculation (no draft weights; prefill graphs off in 0.5.10-0.5.13)
+# --max-total-tokens, n-gram speculation (no draft weights; prefill graphs off in 0.5.10), chunked prefill off
 SGLANG_EXTRA = (
     ("deepseek-ai/DeepSeek-V3", "h200", 8, {}, []),
     ("deepseek-ai/DeepSeek-V3", "h200", 8, {"dp_size": 8, "enable_dp_attention": True},
@@ -103,6 +103,9 @@ SGLANG_EXTRA = (
      ["--dp", "2", "--enable-dp-attention"]),
     ("Qwen/Qwen2.5-7B", "h100-sxm", 1, {"speculative_algorithm": "NGRAM"},
      ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}']),
+    # chunked prefill off: the activation reserve counts max_prefill_tokens, no prefill graph sizes (MLA: 1.5 GiB)
+    ("Qwen/Qwen2.5-7B", "h100-sxm", 1, {"chunked_prefill_size": -1}, ["--chunked-prefill-size", "-1"]),
+    ("deepseek-ai/DeepSeek-V3", "h200", 8, {"chunked_prefill_size": -1}, ["--chunked-prefill-size", "-1"]),
 )
 
 

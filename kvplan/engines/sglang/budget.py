@@ -30,6 +30,7 @@ from kvplan.engines.sglang.backend import aiter_default, prefill_graphs_captured
 from kvplan.engines.sglang.defaults import (
     AITER_ABOVE_CONTEXT,
     AITER_FRACTION,
+    MAX_PREFILL_TOKENS,
     default_mem_fraction,
     gpu_defaults,
     prefill_graph_mib,
@@ -154,7 +155,9 @@ def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int
     dep = target.deployment
     prefill = prefill_graph_mib(min(chunked, dep.max_total_tokens or chunked), uses_mla(target.spec),
                                 prefill_graphs_captured(target, release))
-    fraction = default_mem_fraction(mib, dep.tensor_parallel_size, dep.pipeline_parallel_size, chunked, graph_bs,
+    # chunked prefill off (-1): the activation reserve counts max_prefill_tokens (server_args.py), no prefill sizes
+    activation = MAX_PREFILL_TOKENS if chunked < 0 else chunked
+    fraction = default_mem_fraction(mib, dep.tensor_parallel_size, dep.pipeline_parallel_size, activation, graph_bs,
                                     attention_dp(target), _speculative_algorithm(target), release, prefill)
     tower = _vision_tower(target)
     return vlm_mem_fraction(fraction, *tower) if tower is not None else fraction
@@ -215,7 +218,9 @@ class Sglang(PoolRules):
             # DeepSeek sparse attention: server_args "Setting page size to 64 for DeepSeek DSA" (CUDA), whatever
             # --page-size says
             "sglang", self.label, self.kv_log, dep.engine_version or RELEASES.newest, fraction,
-            common.kernel_block_size(target.spec) or dep.block_size or 1, length, dep.max_num_seqs, chunked,
+            # --chunked-prefill-size -1: a prefill step takes whole requests
+            common.kernel_block_size(target.spec) or dep.block_size or 1, length, dep.max_num_seqs,
+            chunked if chunked > 0 else None,
             utilization_knob="mem_fraction_static", length_knob="context_length",
             auto_kv_cache_dtype=auto_kv_cache_dtype(target))
 
