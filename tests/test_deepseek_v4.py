@@ -145,6 +145,18 @@ def test_pipeline_stages_share_the_global_groups():
         59_747, 564_367, 8.61)
 
 
+def test_an_mtp_draft_adds_one_sliding_window():
+    # the MTP layer has ratio 1 (vLLM 0.33.0 nvidia/mtp.py; DeepseekV4Attention past num_hidden_layers): one more
+    # sliding-window cache, so the sliding bucket holds 44 and splits 22 + 22; the block (the full group's
+    # 1,002,240 B) and a request's 6,938 blocks stay. vLLM 0.33.0 with the MTP draft's cache (oracle): 42,853
+    # blocks, 404,787 tokens, 6.18x, groups of 22, 22, 62, 42 and 20
+    plan = kvplan.estimate(str(FLASH), gpu="h200", max_model_len=65_536, kv_cache_memory_bytes=GIB40,
+                           speculative_config={"method": "mtp", "num_speculative_tokens": 1})
+    assert [group.slots for group in plan.layout.groups] == [22, 22, 62, 42, 20]
+    assert (plan.capacity.num_blocks, plan.capacity.tokens, plan.capacity.max_concurrency) == (
+        42_853, 404_787, 6.18)
+
+
 def test_parameter_count():
     # Per layer (vLLM 0.33.0 models/deepseek_v4): attention 4,096 x (1,024 + 512) + 1,024 + 1,024 x 64 x 512 + 512
     # + 4,096 x 8,192 + 8,192 x 4,096 + 64 sinks = 106,956,352 (+ ratio 4: compressor 4 x 2 x 512 + 4,096 x 2,048

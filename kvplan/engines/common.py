@@ -152,7 +152,7 @@ def draft_layers(target: PlanInput, dtype: str, weights: WeightLayout) -> tuple[
         return [], 0, None
     note = (f"speculative decoding ({method}): {count} draft layer(s) with the target's KV geometry (name the "
             "draft 'model' in --speculative-config to count its own)")
-    return [template.as_full()] * count, weights.per_layer * count, note
+    return [template.draft_layer()] * count, weights.per_layer * count, note
 
 
 def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: bool = False) -> list[Stage]:

@@ -23,7 +23,7 @@ v1/core/kv_cache_planning.py _get_packed_kv_cache_groups), which kvplan.capacity
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kvplan.errors import KvplanError
@@ -103,8 +103,8 @@ class PackedCache(_OneMixer):
 
     def as_full(self) -> Layer:
         raise KvplanError("DeepSeek-V4's compressed sparse attention is modelled in vLLM's own packed KV pool "
-                          "only: not in a flat token pool (SGLang, TensorRT-LLM), as a speculative draft's layers, or "
-                          "with the hybrid KV cache manager disabled")
+                          "only: not in a flat token pool (SGLang, TensorRT-LLM) or with the hybrid KV cache manager "
+                          "disabled")
 
     def describe(self) -> str:
         keeps = f"window {self.window}" if self.window else "every entry"
@@ -258,6 +258,11 @@ class CompressedSparseAttention(_OneMixer):
 
     def as_full(self) -> Layer:
         return self.cache_layers()[0].as_full()
+
+    def draft_layer(self) -> Layer:
+        # an MTP layer sits past num_hidden_layers, outside compress_ratios: DeepseekV4Attention gives it ratio 1,
+        # the sliding window alone (vLLM 0.33.0 models/deepseek_v4/nvidia/mtp.py builds a DeepseekV4DecoderLayer)
+        return replace(self, ratio=1)
 
     def describe(self) -> str:
         if self.ratio == 1:

@@ -106,6 +106,10 @@ class LayerKind(Protocol):
         """This layer as an engine with one flat pool (SGLang, TensorRT-LLM) holds it: every token cached."""
         ...
 
+    def draft_layer(self) -> LayerKind:
+        """The layer a speculative draft of the target's own shape adds (an MTP head), from this first KV layer."""
+        ...
+
     def describe(self) -> str: ...
 
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
@@ -169,6 +173,9 @@ class _PlainFlags:
 
     def block_tokens(self, block_size: int) -> int:
         return block_size
+
+    def draft_layer(self: Layer) -> Layer:
+        return self.as_full()
 
 
 class _OneMixer(_PlainFlags):

@@ -6,10 +6,11 @@ __init__ would set; the block size from platforms/interface.py _preferred_block_
 backends; then the planning as vllm_v033.plan runs it. tests/test_deepseek_v4.py records what it printed.
 
     PYTHONPATH=SRC:tests/oracle python tests/oracle/vllm_dsv4.py MODEL_DIR GPU_BYTES KV_BYTES MAX_MODEL_LEN \\
-        [KV_CACHE_DTYPE [MAX_NUM_BATCHED_TOKENS [TP [PP]]]]
+        [KV_CACHE_DTYPE [MAX_NUM_BATCHED_TOKENS [TP [PP [MTP_TOKENS]]]]]
 
 With PP above 1 each stage's layers are a worker's specs (vllm.distributed.utils.get_pp_indices), every worker given
-KV_BYTES.
+KV_BYTES. MTP_TOKENS above 0 adds an MTP draft (speculative_config method mtp) and its layer's sliding-window cache
+on the last worker: nvidia/mtp.py builds a DeepseekV4DecoderLayer past num_hidden_layers, of ratio 1.
 
 MODEL_DIR holds the config.json without its quantization_config (as vllm_adapter.model_dir writes it)."""
 
@@ -30,18 +31,19 @@ class Stand:
 
 
 def engine_config(model: str, gpu_bytes: int, max_len: int, kv_dtype: str, batched: int | None, tp: int,
-                  pp: int) -> Any:
+                  pp: int, mtp: int) -> Any:
     vllm_env.set_gpu("NVIDIA H200", gpu_bytes, "9.0", tp * pp)
     from vllm.engine.arg_utils import EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
     args = EngineArgs(model=model, skip_tokenizer_init=True, load_format="dummy", max_model_len=max_len,
                       kv_cache_dtype=kv_dtype, max_num_batched_tokens=batched, tensor_parallel_size=tp,
-                      pipeline_parallel_size=pp)
+                      pipeline_parallel_size=pp,
+                      speculative_config={"method": "mtp", "num_speculative_tokens": mtp} if mtp else None)
     return args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
 
 
-def layer_specs(config: Any) -> dict[str, Any]:
+def layer_specs(config: Any, mtp: int) -> dict[str, Any]:
     import torch
     import vllm._custom_ops as ops
 
@@ -59,7 +61,8 @@ def layer_specs(config: Any) -> dict[str, Any]:
     cache.block_size = Platform._preferred_block_size_for_backends(backends, CacheConfig.DEFAULT_BLOCK_SIZE, config)
     kv_name, kv_torch = attention._resolve_dsv4_kv_cache_dtype(True, cache.cache_dtype, cache)  # FlashMLA's layout
     specs, head, index = {}, hf.head_dim, hf.index_head_dim
-    for i, kind in enumerate(hf.layer_types):
+    kinds = list(hf.layer_types) + (["sliding_attention"] * hf.num_nextn_predict_layers if mtp else [])
+    for i, kind in enumerate(kinds):
         ratio, name = max(1, hf.compress_rates.get(kind, 0)), f"model.layers.{i}.attn"
         swa = Stand(bounded_replay=False, block_size=64, head_dim=head, window_size=hf.sliding_window, dtype=kv_torch,
                     cache_config=cache, packed_bytes_per_token=584, packed_page_alignment=576,
@@ -88,8 +91,9 @@ def main(argv: list[str]) -> int:
     batched = int(argv[5]) if len(argv) > 5 else None
     tp = int(argv[6]) if len(argv) > 6 else 1
     pp = int(argv[7]) if len(argv) > 7 else 1
-    config = engine_config(model, gpu_bytes, max_len, kv_dtype, batched, tp, pp)
-    specs = layer_specs(config)
+    mtp = int(argv[8]) if len(argv) > 8 else 0
+    config = engine_config(model, gpu_bytes, max_len, kv_dtype, batched, tp, pp, mtp)
+    specs = layer_specs(config, mtp)
     from vllm.distributed.utils import get_pp_indices
     from vllm.v1.attention.backends.utils import resolve_kv_cache_layout
     from vllm.v1.core import kv_cache_planning, kv_cache_utils
@@ -98,6 +102,7 @@ def main(argv: list[str]) -> int:
     workers = []
     for rank in range(pp):
         start, end = get_pp_indices(layers, rank, pp)
+        end = end if rank < pp - 1 else len(specs)  # the MTP layer on the last stage
         workers.append({name: spec for name, spec in specs.items() if start <= int(name.split(".")[2]) < end})
     resolve_kv_cache_layout(config, [["BLHNC", "BLNHC"]], specs.values())  # DeepseekV4IndexerBackend's layouts
     groups = kv_cache_planning.get_global_kv_cache_groups(config, workers)
