@@ -103,8 +103,9 @@ def test_sglang_hint_uses_sglangs_knob_names(tmp_path):
     from kvplan.check import Options, check_paths
 
     path = tmp_path / "d.yaml"
+    # an RTX 4090 (SGLang 0.5.23's fraction 0.704 leaves 1.26 GiB of KV cache: an L4's 22.5 GiB now leaves none)
     path.write_text("deployments:\n  - name: long\n    engine: sglang\n    model: meta-llama/Llama-3.1-8B\n"
-                    "    gpu: l4\n    max_model_len: 131072\n")
+                    "    gpu: rtx4090\n    max_model_len: 131072\n")
     found = [f for f in check_paths([str(path)], Options()).findings if f.rule == "KV011"]
     assert found and found[0].status == "fail"
     assert found[0].message.endswith("(fix: lower --context-length to the estimated maximum the message quotes, or "
