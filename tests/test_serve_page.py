@@ -157,7 +157,7 @@ def test_a_deep_link_with_a_pasted_command(server, chromium, tmp_path, capsys):
     line = "vllm serve Qwen/Qwen2.5-7B --max-model-len 32768 -tp 2 --port 8000"
     page = rendered(chromium, f"{server}/?{urllib.parse.urlencode({'gpu': 'h100', 'command': line})}", tmp_path)
     expected = cli_document(capsys, "--gpu", "h100", "--", *line.split())
-    assert page.by_id["tokens"] == f"{expected['capacity']['tokens']:,}" == "2,267,184"  # README: 141,699 x 16
+    assert page.by_id["tokens"] == f"{expected['capacity']['tokens']:,}" == "2,264,560"  # README: 141,535 x 16
     assert page.lever_flags == []  # it fits: no levers unless asked
     assert "levers-box" in page.hidden
 
