@@ -50,6 +50,11 @@ def test_transformers_layer_types_read_as_the_ratios():
         "layer_types": [names[r] for r in data["compress_ratios"][:43]],
         "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}}
     assert spec(FLASH, upstream).layers == spec(FLASH).layers
+    # a model whose layer_types are all sliding_attention is a sliding-window model, not DeepSeek-V4
+    plain = {"model_type": "mistral", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2,
+             "vocab_size": 1000, "intermediate_size": 4096, "sliding_window": 512,
+             "layer_types": ["sliding_attention"] * 2}
+    assert [layer.kind for layer in spec(FLASH, plain).layers] == ["sliding", "sliding"]
 
 
 def test_one_ratio_4_layer_by_hand():

@@ -290,7 +290,9 @@ def _ratios(lm: ConfigFields) -> list[Any] | None:
     if ratios is not None:
         return ratios
     kinds = lm.data.get("layer_types")
-    if not isinstance(kinds, list) or not kinds or not all(kind in LAYER_TYPE_RATES for kind in kinds):
+    # sliding_attention alone is any sliding-window model's; a compressed kind makes it DeepSeek-V4's
+    if (not isinstance(kinds, list) or not all(kind in LAYER_TYPE_RATES for kind in kinds)
+            or not any(LAYER_TYPE_RATES[kind] for kind in kinds)):
         return None
     rates = LAYER_TYPE_RATES | (lm.mapping("compress_rates") or {})
     return [rates.get(kind, 0) for kind in lm.array("layer_types") or []]
