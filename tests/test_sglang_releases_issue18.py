@@ -1,6 +1,6 @@
 """SGLang release by release (issue 18 section 3): each rule as the release's own wheel has it (kvplan/engines/sglang/
-releases.py names the file), derived by hand here; tests/oracle/cases.jsonl holds what 0.5.9, 0.5.10.post1, 0.5.13,
-0.5.14, 0.5.19, 0.5.20 and 0.5.23's ServerArgs resolved for the same deployments."""
+releases.py names the file), derived by hand here; tests/oracle/cases.jsonl holds what every release's ServerArgs from
+0.5.9 to 0.5.23 resolved for the same deployments."""
 
 from __future__ import annotations
 

@@ -29,7 +29,9 @@ import deployments  # noqa: E402
 # ones around each boundary.
 VLLM = ("0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.12.0", "0.14.0", "0.15.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
         "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.31.0", "0.33.0")
-SGLANG = ("0.5.9", "0.5.10.post1", "0.5.13", "0.5.14", "0.5.19", "0.5.20", "0.5.23")  # around each 18 §3 boundary
+# every SGLang release from 0.5.9 (0.5.10 as 0.5.10.post1: the 0.5.10 wheel lacks its jit_kernel files)
+SGLANG = ("0.5.9", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+          "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 DEPENDENCIES = ("numpy", "packaging", "pydantic", "regex", "cbor2", "psutil", "pyzmq", "urllib3", "transformers",
                 "aiohttp", "requests", "openai-harmony", "openai", "pillow", "pybase64", "cachetools", "msgspec",
                 "cloudpickle", "uvloop", "py-cpuinfo", "prometheus_client", "xgrammar", "fastapi",
