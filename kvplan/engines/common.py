@@ -119,8 +119,8 @@ def modelopt_kv_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | No
     if kv_name == "fp8_e4m3":
         return f"KV cache in fp8_e4m3: {named}"
     return (f"{named}; kvplan applies it to "
-            f"kv_cache_dtype auto only in the releases read to do so (vLLM 0.14.0+, SGLang 0.5.9+; TensorRT-LLM's "
-            f"1.2 sources were not reachable): KV cache in {kv_name}")
+            f"kv_cache_dtype auto only in the releases read to do so (vLLM 0.14.0+, SGLang 0.5.9+, TensorRT-LLM's "
+            f"PyTorch backend): KV cache in {kv_name}")
 
 
 def quantization_method(spec: ModelSpec, dep: Deployment) -> str | None:
