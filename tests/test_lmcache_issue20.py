@@ -82,6 +82,12 @@ def test_other_connectors_count_no_tier_and_say_so():
     (["-pp", "2"], "modelled without pipeline parallelism"),
     (["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": '
       '{"lmcache.max_local_cpu_size": "lots"}}'], 'expected a number, got \'lots\''),
+    (["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": '
+      '{"lmcache.chunk_size": 0}}'], '"lmcache.chunk_size" must be an integer from 1'),
+    (["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": '
+      '{"lmcache.max_local_cpu_size": 1e300}}'], '"lmcache.max_local_cpu_size" must be a number from 0'),
+    (["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_connector_extra_config": 5}'],
+     "kv_connector_extra_config: expected a JSON object, got 5"),
 ])
 def test_bad_lmcache_input_is_one_line(extra, message):
     config = ["--kv-transfer-config", json.dumps(LMCACHE)] if extra[0] != "--kv-transfer-config" else []

@@ -26,6 +26,7 @@ from kvplan.units import GiB
 DEFAULT_CPU_GIB = 5.0
 DEFAULT_CHUNK = 256
 ALIGN = 4096
+SETTING_MAXIMUM = 2**20  # the lmcache_* knobs' bound
 
 
 def lmcache_tier(dep: Deployment, layout: PoolLayout) -> CpuTier:
@@ -39,8 +40,10 @@ def lmcache_tier(dep: Deployment, layout: PoolLayout) -> CpuTier:
     if layout.groups[0].layer.latent_cache and dep.tensor_parallel_size > 1:
         raise KvplanError("LMCache's save_only_first_rank for MLA over TP ranks is not modelled", where)
     extra = (dep.kv_transfer_config or {}).get("kv_connector_extra_config") or {}
-    size = _setting(extra, "max_local_cpu_size", float, dep.lmcache_max_local_cpu_size, DEFAULT_CPU_GIB, where)
-    chunk_tokens = _setting(extra, "chunk_size", int, dep.lmcache_chunk_size, DEFAULT_CHUNK, where)
+    if not isinstance(extra, dict):
+        raise KvplanError(f"kv_connector_extra_config: expected a JSON object, got {extra!r:.40}", where)
+    size = _setting(extra, "max_local_cpu_size", float, dep.lmcache_max_local_cpu_size, DEFAULT_CPU_GIB, where, 0)
+    chunk_tokens = _setting(extra, "chunk_size", int, dep.lmcache_chunk_size, DEFAULT_CHUNK, where, 1)
     workers = dep.tensor_parallel_size
     if size <= 0:
         return CpuTier(notes=["LMCache (LMCacheConnectorV1): max_local_cpu_size 0, no CPU tier"])
@@ -54,16 +57,20 @@ def lmcache_tier(dep: Deployment, layout: PoolLayout) -> CpuTier:
         f"{pinned * workers / GiB:.2f} GiB pinned for the {workers} worker(s)"])
 
 
-def _setting(extra: dict[str, Any], key: str, kind: type, env_value: Any, default: Any, where: str) -> Any:
+def _setting(extra: dict[str, Any], key: str, kind: type, env_value: Any, default: Any, where: str,
+             minimum: int) -> Any:
     """The connector's "lmcache.<key>" if given, else the LMCACHE_ environment variable's, else LMCache's default."""
     value = extra.get(f"lmcache.{key}")
     if value is None:
         return default if env_value is None else env_value
     try:
         number = kind(value)
+        exact = number == float(value)
     except (TypeError, ValueError):
-        raise KvplanError(f'kv_connector_extra_config "lmcache.{key}": expected a number, got {value!r}',
+        raise KvplanError(f'kv_connector_extra_config "lmcache.{key}": expected a number, got {value!r:.40}',
                           where) from None
-    if number < 0:
-        raise KvplanError(f'kv_connector_extra_config "lmcache.{key}" must not be negative', where)
+    if not exact or not minimum <= number <= SETTING_MAXIMUM:
+        what = "an integer" if kind is int else "a number"
+        raise KvplanError(f'kv_connector_extra_config "lmcache.{key}" must be {what} from {minimum} to '
+                          f'{SETTING_MAXIMUM:,}, got {value!r:.40}', where)
     return number
