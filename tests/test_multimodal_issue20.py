@@ -102,6 +102,19 @@ def test_bad_limit_is_one_line_error():
         _plan("google/gemma-3-27b-it", limit_mm_per_prompt={"image": -1})
 
 
+@pytest.mark.parametrize(("knobs", "message"), [
+    ({"limit_mm_per_prompt": {"video": {"count": 1, "num_frames": -3}}}, "num_frames must be a positive integer"),
+    ({"mm_processor_kwargs": {"images_kwargs": 5}}, "images_kwargs: expected a JSON object"),
+    ({"mm_processor_kwargs": {"max_pixels": 10**20}}, "max_pixels must be an integer from 1 to 4,294,967,296"),
+])
+def test_absurd_multimodal_knobs_are_refused(knobs, message):
+    # a negative Gemma 4 frame count gave negative tokens, a non-object images_kwargs an AttributeError, and a
+    # 10^20-pixel maximum a grid search that does not end
+    model = "google/gemma-4-26B-A4B" if "limit_mm_per_prompt" in knobs else "Qwen/Qwen2.5-VL-7B-Instruct"
+    with pytest.raises(KvplanError, match=message):
+        _plan(model, **knobs)
+
+
 def test_explain_reads_the_encoder_line():
     log = ("(EngineCore pid=594) INFO 08-04 13:15:51 [gpu_model_runner.py:6200] Encoder cache will be initialized "
            "with a budget of 8192 tokens, and profiled with 3 video items of the maximum feature size.\n"

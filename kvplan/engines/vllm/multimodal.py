@@ -26,6 +26,16 @@ from kvplan.models.towers import VisionTower
 from kvplan.units import GiB
 
 UNNAMED_LIMIT = 999  # config/multimodal.py get_limit_per_prompt: a modality --limit-mm-per-prompt leaves out
+DUMMY_SIZE_KEYS = ("num_frames", "width", "height")  # a modality's dummy-item options beside its count
+MAX_PIXELS = 2**32  # a 65,536 x 65,536 image; kvplan refuses more rather than search a grid that large
+
+
+def scoped(kwargs: dict[str, Any], scope: str) -> dict[str, Any]:
+    """mm_processor_kwargs' images_kwargs / videos_kwargs object, empty where not given."""
+    value = kwargs.get(scope) or {}
+    if not isinstance(value, dict):
+        raise KvplanError(f"{scope}: expected a JSON object, got {value!r:.40}", "--mm-processor-kwargs")
+    return value
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,7 @@ class Gemma4(Processor):
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
-        soft = kwargs.get("max_soft_tokens", (kwargs.get("images_kwargs") or {}).get("max_soft_tokens"))
+        soft = kwargs.get("max_soft_tokens", scoped(kwargs, "images_kwargs").get("max_soft_tokens"))
         image = soft if soft in GEMMA4_SOFT_TOKENS else (tower.tokens_per_image or 280)
         video = limits.get("video")
         frames = GEMMA4_FRAMES
@@ -107,7 +117,7 @@ class Llama4(Processor):
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
-        tiles = kwargs.get("max_patches", (kwargs.get("images_kwargs") or {}).get("max_patches", LLAMA4_MAX_PATCHES))
+        tiles = kwargs.get("max_patches", scoped(kwargs, "images_kwargs").get("max_patches", LLAMA4_MAX_PATCHES))
         if not isinstance(tiles, int) or isinstance(tiles, bool) or tiles < 1:
             raise KvplanError(f"max_patches must be a positive integer, got {tiles!r:.40}", "--mm-processor-kwargs")
         per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
@@ -136,12 +146,13 @@ def _pixels(kwargs: dict[str, Any], scope: str, default: int) -> int:
     """qwen2_vl.py _get_vision_size: size.longest_edge, then max_pixels, override the processor's default, at
     the top of mm_processor_kwargs or under images_kwargs / videos_kwargs."""
     value: Any = default
-    for source in (kwargs, kwargs.get(scope) or {}):
+    for source in (kwargs, scoped(kwargs, scope)):
         size = source.get("size") or {}
         value = size.get("longest_edge", value) if isinstance(size, dict) else value
         value = source.get("max_pixels", value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise KvplanError(f"max_pixels must be a positive integer, got {value!r:.40}", "--mm-processor-kwargs")
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_PIXELS:
+        raise KvplanError(f"max_pixels must be an integer from 1 to {MAX_PIXELS:,}, got {value!r:.40}",
+                          "--mm-processor-kwargs")
     return value
 
 
@@ -187,7 +198,7 @@ class Qwen3VL(QwenVL):
     video_pixels = 25_165_824
 
     def video_tokens(self, tower: VisionTower, kwargs: dict[str, Any], max_model_len: int) -> int:
-        pixels = _pixels({"videos_kwargs": kwargs.get("videos_kwargs") or {}}, "videos_kwargs", self.video_pixels)
+        pixels = _pixels({"videos_kwargs": scoped(kwargs, "videos_kwargs")}, "videos_kwargs", self.video_pixels)
         return _grid_tokens(pixels // (tower.temporal_patch_size or QWEN_TEMPORAL), self.unit(tower))
 
 
@@ -234,6 +245,11 @@ def limits(dep: Deployment) -> dict[str, Any]:
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise KvplanError(f"{modality}: the count must be an integer >= 0, got {count!r:.40}",
                               dep.where("limit_mm_per_prompt"))
+        for key in DUMMY_SIZE_KEYS:
+            size = value.get(key, 1) if isinstance(value, dict) else 1
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise KvplanError(f"{modality}: {key} must be a positive integer, got {size!r:.40}",
+                                  dep.where("limit_mm_per_prompt"))
     return given
 
 
