@@ -95,6 +95,16 @@ def test_host_cache_size_must_be_whole_bytes(tmp_path):
     assert caught.value.where == f"{config}:2: kv_cache_config.host_cache_size"
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("kv_cache_config:\n  host_cache_size: 1000000000000000000000000000000\n", "whole number of bytes up to"),
+    ("enable_attention_dp: 7\n", "enable_attention_dp: expected true or false, got 7"),
+])
+def test_absurd_options_are_one_line_errors(tmp_path, text, message):
+    # 10^30 bytes was refused as a GiB figure with no unit; a non-boolean enable_attention_dp was ignored
+    with pytest.raises(KvplanError, match=message):
+        plan_of(pasted("--config", write(tmp_path, text)))
+
+
 def test_flag_on_the_command_line_wins_over_the_file(tmp_path):
     # explicit CLI > YAML > defaults (update_llm_args_with_extra_dict with explicit_cli_keys, TensorRT-LLM 1.2)
     config = write(tmp_path, "max_batch_size: 64\nmax_num_tokens: 4096\nkv_cache_config:\n"

@@ -16,6 +16,8 @@ from kvplan.engines.trtllm import flags as catalogue
 from kvplan.errors import KvplanError, LocatedError
 from kvplan.units import GiB
 
+HOST_CACHE_MAXIMUM = 2**20 * GiB
+
 
 def read_options(path: str) -> Draft:
     """The file as a Draft (lowest layer under the trtllm-serve flags)."""
@@ -56,6 +58,8 @@ def _read_section(mapping: dict[Any, Any], prefix: KeyPath, lines: dict[KeyPath,
                 raise KvplanError(f"expected a mapping of {dotted} fields, got {type(value).__name__}", origin)
             _read_section(value, key_path, lines, path, draft, inert)
         elif dotted == catalogue.ATTENTION_DP_KEY:
+            if value is not None and not isinstance(value, bool):
+                raise KvplanError(f"expected true or false, got {value!r:.40}", origin)
             if value is True:  # every rank of the TP group its own attention DP rank (dialect.attention_dp_words)
                 tp = mapping.get("tensor_parallel_size")
                 draft.set("attention_data_parallel_size", tp if isinstance(tp, int) and tp > 0 else 1, origin)
@@ -82,8 +86,9 @@ def _set_knob(draft: Draft, name: str, value: Any, origin: str) -> None:
     if name == "lora_target_modules" and isinstance(value, list):
         value = ",".join(str(module) for module in value)
     if name == "kv_offloading_size":
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise KvplanError(f"expected a whole number of bytes, got {value!r}", origin)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= HOST_CACHE_MAXIMUM:
+            raise KvplanError(f"expected a whole number of bytes up to {HOST_CACHE_MAXIMUM:,} (the "
+                              f"kv_offloading_size knob's 1,048,576 GiB), got {value!r:.40}", origin)
         value = value / GiB  # host_cache_size is bytes; the knob is GiB (exact: a power-of-two divisor)
     draft.set(name, value, origin)
 
