@@ -67,6 +67,11 @@ class PoolRules:
         """Separate token pools the profiled `tokens` of pipeline stage `stage` are re-split into; None: one."""
         return None
 
+    def flat_layer(self, layer: Layer) -> Layer:
+        """A cache layer as the engine's flat pool holds it: by default every token kept (the kind's as_full, which
+        refuses a kind no flat pool holds)."""
+        return layer.as_full()
+
     def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
         """Whether every attention layer caches every token in one group (no sliding or chunked savings)."""
         return False

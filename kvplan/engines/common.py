@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kvplan.capacity import PoolLayout, SplitPools, context_ladder, pipeline_stages, pool_layouts
@@ -58,7 +59,7 @@ def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings
     unified = settings is not None and rules.unified(target, settings)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     stage_list = []
-    for stage in stages(spec, dep, drafts, flat_pool or unified):
+    for stage in stages(spec, dep, drafts, flat_pool or unified, rules.flat_layer):
         if settings is not None:
             served = rules.served_layers(target, settings, stage.layers, dtype_bytes(dtype, dtype_where))
             stage = replace(stage, layers=served)
@@ -155,7 +156,8 @@ def draft_layers(target: PlanInput, dtype: str, weights: WeightLayout) -> tuple[
     return [template.draft_layer()] * count, weights.per_layer * count, note
 
 
-def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: bool = False) -> list[Stage]:
+def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: bool = False,
+           flatten: Callable[[Layer], Layer] = lambda layer: layer.as_full()) -> list[Stage]:
     ranges = pipeline_stages(spec.num_layers, dep.pipeline_parallel_size)
     result = []
     for index, span in enumerate(ranges):
@@ -164,7 +166,7 @@ def stages(spec: ModelSpec, dep: Deployment, drafts: list[Layer], flat_pool: boo
         layers = [cache for layer in [spec.layers[i] for i in span] + (drafts if last else [])
                   for cache in layer.cache_layers()]
         if flat_pool:
-            layers = [layer.as_full() for layer in layers]
+            layers = [flatten(layer) for layer in layers]
         result.append(Stage(layers, len(span), index == 0, last))
     return result
 

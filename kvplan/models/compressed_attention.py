@@ -103,8 +103,8 @@ class PackedCache(_OneMixer):
 
     def as_full(self) -> Layer:
         raise KvplanError("DeepSeek-V4's compressed sparse attention is modelled in vLLM's own packed KV pool "
-                          "only: not in a flat token pool (SGLang, TensorRT-LLM) or with the hybrid KV cache manager "
-                          "disabled")
+                          "and SGLang 0.5.23's DeepSeek-V4 pools only: not in a flat token pool (TensorRT-LLM) or "
+                          "with vLLM's hybrid KV cache manager disabled")
 
     def describe(self) -> str:
         keeps = f"window {self.window}" if self.window else "every entry"
@@ -324,8 +324,8 @@ def compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
     """What a plan of these layers should say whatever the engine: the caches' own format."""
     if not any(isinstance(layer, CompressedSparseAttention) for layer in layers):
         return []
-    return ["DeepSeek-V4's caches are planned as vLLM 0.33.0 builds them, in FlashMLA's fp8_ds_mla layout (584 B "
-            "latent entries)"]
+    return ["DeepSeek-V4's caches are planned as vLLM 0.33.0 and SGLang 0.5.23 build them, in FlashMLA's 584 B "
+            "latent rows (vLLM's fp8_ds_mla, SGLang's KVLayout.V4)"]
 
 
 def served_kv_cache_dtype(layers: tuple[Layer, ...], kv_cache_dtype: str, compute_major: int | None,

@@ -25,7 +25,7 @@ from kvplan.capacity import PoolLayout, SplitPools, TokenPool, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
-from kvplan.engines.sglang import speculative
+from kvplan.engines.sglang import compressed, speculative
 from kvplan.engines.sglang.backend import aiter_default, prefill_graphs_captured, uses_mla
 from kvplan.engines.sglang.defaults import (
     AITER_ABOVE_CONTEXT,
@@ -272,7 +272,12 @@ class Sglang(PoolRules):
             given = max(1, dep.max_num_seqs // attention_dp(target))
         return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
 
+    def flat_layer(self, layer: Layer) -> Layer:
+        return compressed.flat_layer(layer)
+
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
+        if compressed.applies(target.spec.layers):  # the pages of DSV4PoolConfigurator's full (logical) pool
+            return self._compressed(target, settings, 0)[1].full // settings.block_size
         cap = target.deployment.max_total_tokens  # --max-total-tokens: at most this many tokens in the pool
         if cap is None or _caps_full_pool(target):  # 0.5.11+ hybrid SWA: the cap is on the full pool (pools)
             return blocks
@@ -283,6 +288,8 @@ class Sglang(PoolRules):
         return host_tier(target.deployment, layout, tokens, split)
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
+        if compressed.applies(target.spec.layers):
+            return [compressed.note(self._compressed(target, settings, 0)[1], list(target.spec.layers))]
         cap = target.deployment.max_total_tokens
         if cap is not None and num_blocks * settings.block_size >= cap - settings.block_size:
             return [f"max_total_tokens caps the pool at {cap:,} tokens"]
@@ -301,6 +308,8 @@ class Sglang(PoolRules):
         in the full pool and, in the sliding pool, what the layer kind's page rule says (the window plus a prefill
         chunk at most)."""
         spec, page = target.spec, settings.block_size
+        if compressed.applies(spec.layers):  # DeepSeek-V4: SGLang 0.5.23's DSV4PoolConfigurator (compressed.py)
+            return self._compressed(target, settings, stage)[0]
         if spec.architecture not in HYBRID_SWA_ARCHITECTURES:
             return None
         # the split counts the whole model's full and SWA layers (model_config's layer ids), whatever the stage
@@ -329,7 +338,8 @@ class Sglang(PoolRules):
         // the slots a request takes."""
         dep, release = target.deployment, release_of(target.deployment.engine_version)
         tokens = self._pool_tokens(target, settings, memory)
-        cap = running_requests(tokens, settings.max_model_len, dep.max_num_seqs, attention_dp(target), release)
+        given = dep.max_num_seqs or compressed.default_running_requests(target.spec.layers)
+        cap = running_requests(tokens, settings.max_model_len, given, attention_dp(target), release)
         shortest = min(common.ladder_contexts(target, settings.max_model_len)[0], default=settings.max_model_len)
         note = (f"max_running_requests {cap:,}: SGLang's default for a pool of {tokens:,} tokens at context "
                 f"{settings.max_model_len:,} caps the short contexts" if dep.max_num_seqs is None
@@ -345,6 +355,12 @@ class Sglang(PoolRules):
             "extra_buffer" if extra_buffer(target.spec.architecture, release) else "no_buffer"))
         return slots // ratio, (f"Mamba state slots cap running requests at {slots} // {ratio} = {slots // ratio} "
                                 f"(SGLang's max_running_requests, {strategy})")
+
+    def _compressed(self, target: PlanInput, settings: EngineSettings,
+                    stage: int) -> tuple[SplitPools, compressed.Dsv4Pools]:
+        """DeepSeek-V4's pools on one rank of `stage` (compressed.py)."""
+        return compressed.split_pools(target, self._stage_pool_bytes(target, settings, stage), attention_dp(target),
+                                      settings.max_num_batched_tokens or settings.block_size)
 
     def _stage_pool_bytes(self, target: PlanInput, settings: EngineSettings, stage: int) -> int:
         """The KV pool bytes of one pipeline stage, as stage_memory sizes it."""
