@@ -184,6 +184,7 @@ def _element_bytes(target: PlanInput) -> int:
 class Backend(Protocol):
     name: str
     rounding: str  # how the max tokens become blocks, for the plan's note
+    runs_flash_mla: bool  # 64-token blocks for a FlashMLA latent on compute capability 9.0 (flash_mla_block)
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         """Activation bytes and CUDA-graph bytes in use on one rank when the free memory is measured."""
@@ -200,12 +201,21 @@ class Backend(Protocol):
         """What has been allocated when the free memory is measured, for the plan's note."""
         ...
 
+    def fixed_pool_bytes(self, target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
+        """The pool's bytes on one rank that hold no tokens (a hybrid's recurrent states); 0 where none."""
+        ...
+
+    def memory_cap_note(self, dep: Deployment) -> str | None:
+        """What the backend does with kv_cache_config.max_gpu_total_bytes, where the plan needs saying so."""
+        ...
+
 
 class PyTorchBackend:
     """trtllm-serve's default: the profiling run of the dummy requests, CUDA graphs captured before it."""
 
     name = "pytorch"
     rounding = "rounded down to whole blocks"
+    runs_flash_mla = True  # create_py_executor's tokens_per_block change (flash_mla_block)
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         spec, tp, size = target.spec, target.deployment.tensor_parallel_size, _element_bytes(target)
@@ -243,6 +253,17 @@ class PyTorchBackend:
     def measured_after(self, settings: EngineSettings) -> str:
         return f"the weights, the CUDA graphs and a profiling forward of {settings.max_num_batched_tokens:,} tokens"
 
+    def fixed_pool_bytes(self, target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
+        return mamba_state(target, settings, decoder_layers, last)
+
+    def memory_cap_note(self, dep: Deployment) -> str | None:
+        if dep.kv_cache_memory_bytes is None:
+            return None
+        return (f"{dep.where('kv_cache_memory_bytes')}: kv_cache_config.max_gpu_total_bytes does not cap this pool: "
+                "KvCacheCreator sets max_tokens before it applies the bytes, and a full-attention KVCacheManager "
+                "sizes itself from max_tokens (tensorrt_llm/_torch/pyexecutor/_util.py, resource_manager.py); "
+                "kv_cache_config.max_tokens does")
+
 
 class TensorRtEngine:
     """A prebuilt TensorRT engine (the C++ executor, Triton's tensorrtllm backend): no profiling run. Its
@@ -260,6 +281,7 @@ class TensorRtEngine:
 
     name = "tensorrt"
     rounding = "rounded up to whole blocks"
+    runs_flash_mla = False
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
@@ -278,6 +300,12 @@ class TensorRtEngine:
 
     def measured_after(self, settings: EngineSettings) -> str:
         return "the TensorRT engine and its execution context (runtime buffers and decoder not modelled)"
+
+    def fixed_pool_bytes(self, target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
+        return 0  # kvplan prices the states for the PyTorch backend's CppMambaHybridCacheManager only (mamba.py)
+
+    def memory_cap_note(self, dep: Deployment) -> str | None:
+        return None  # calculateMaxNumBlocks takes the smaller of the bytes and the fraction: the plan shows it
 
 
 _ENGINE_BACKEND = TensorRtEngine()
@@ -298,7 +326,7 @@ def flash_mla_block(target: PlanInput) -> int | None:
     (tensorrt_llm/_torch/model_config.py: the TRTLLM attention backend, kv_lora_rank + qk_rope_head_dim 576, a
     compute capability 9.0 device) makes create_py_executor set tokens_per_block to 64, over the options file's
     ("Change tokens_per_block to: 64 for using FlashMLA", _torch/pyexecutor/py_executor_creator.py)."""
-    if backend(target).name != "pytorch" or target.gpu.compute_capability != "9.0":
+    if not backend(target).runs_flash_mla or target.gpu.compute_capability != "9.0":
         return None
     latent = any(getattr(layer, "latent_cache", False) and getattr(layer, "latent_dim", 0) == FLASH_MLA_LATENT
                  for layer in target.spec.layers)
@@ -358,7 +386,7 @@ class TensorRtLlm(PoolRules):
             available = dep.kv_cache_memory_bytes  # no GPU given: the bytes alone size the pool
         block = _block_bytes(target, settings, decoder_layers, last)
         pool = available
-        states = mamba_state(target, settings, decoder_layers, last) if rules.name == "pytorch" else 0
+        states = rules.fixed_pool_bytes(target, settings, decoder_layers, last)
         if block and available > 0:
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
         free = gpu.memory_bytes - used
@@ -383,7 +411,7 @@ class TensorRtLlm(PoolRules):
                  f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
         dep = target.deployment
-        states = mamba_state(target, settings, stages[-1].decoder_layers, True) if rules.name == "pytorch" else 0
+        states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:
             seqs = settings.max_num_seqs or MAX_BATCH_SIZE
             notes.append(f"Mamba / linear-attention states for max_batch_size {seqs} x pp "
@@ -405,11 +433,9 @@ class TensorRtLlm(PoolRules):
             notes.append(f"{dep.where('attention_data_parallel_size')}: attention DP: each of the "
                          f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
                          "weights, replicated on every rank, are counted split over TP (not modelled)")
-        if rules.name == "pytorch" and dep.kv_cache_memory_bytes is not None and target.gpu.memory_bytes:
-            notes.append(f"{dep.where('kv_cache_memory_bytes')}: kv_cache_config.max_gpu_total_bytes does not cap "
-                         "this pool: KvCacheCreator sets max_tokens before it applies the bytes, and a full-attention "
-                         "KVCacheManager sizes itself from max_tokens (tensorrt_llm/_torch/pyexecutor/_util.py, "
-                         "resource_manager.py); kv_cache_config.max_tokens does")
+        cap_note = rules.memory_cap_note(dep)
+        if cap_note and target.gpu.memory_bytes:
+            notes.append(cap_note)
         return notes
 
 
