@@ -86,6 +86,17 @@ def test_max_running_requests():
     assert "c128 state 12,928" in next(note for note in found.notes if "DSV4PoolConfigurator" in note)
 
 
+def test_default_launch_settings():
+    # SGLang 0.5.23 ServerArgs.resolve_once for Flash on an H200 at TP 8 (oracle, tests/oracle/sglang_adapter.py):
+    # mem_fraction_static 0.897 (cuda_graph_hook disable_breakable_cudagraph_if_incompatible turns DeepSeek-V4's
+    # prefill graphs off, so their reserve is not taken), kv_cache_dtype fp8_e4m3 (_deepseek_v4_kv_cache_dtype),
+    # page_size 256, chunked_prefill_size 8192
+    found = kvplan.estimate(str(FLASH), gpu="h200", engine="sglang", tensor_parallel_size=8)
+    assert found.engine.gpu_memory_utilization == 0.897 and found.kv_dtype == "fp8_e4m3"
+    assert (found.engine.block_size, found.engine.max_num_batched_tokens) == (256, 8_192)
+    assert not any("656 B" in note for note in found.notes)  # the DSA note's latent, not DeepSeek-V4's
+
+
 @pytest.mark.parametrize(("extra", "match"), [
     ({"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}, "speculative draft"),
     ({"max_total_tokens": 100_000}, "max-total-tokens"),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.releases import PREFILL_GRAPHS_FROM
+from kvplan.models.compressed_attention import CompressedSparseAttention
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
@@ -50,6 +51,7 @@ _CONDITIONS: dict[str, Callable[[PlanInput], bool]] = {
     "MLA": lambda target: uses_mla(target.spec),
     "MLA without DeepSeek sparse attention": lambda target: uses_mla(target.spec) and not any(
         layer.kernel_block_size for layer in target.spec.layers),
+    "DeepSeek-V4": lambda target: any(isinstance(layer, CompressedSparseAttention) for layer in target.spec.layers),
 }
 # What turns the default prefill CUDA graphs off, from each release to the next (ROCm: always, below):
 # 0.5.10 server_args.py _handle_piecewise_cuda_graph; 0.5.11-0.5.14 the same list without speculative decoding
@@ -65,6 +67,9 @@ _OFF_WHEN = (
     ((0, 5, 17), ("MLA without DeepSeek sparse attention", "multimodal model")),
     ((0, 5, 18), ("multimodal model",)),
     ((0, 5, 19), ("multimodal model", "pipeline parallelism")),
+    # 0.5.23 disable_breakable_cudagraph_if_incompatible: DeepSeek-V4 too ("heavy capture-pool memory pressure");
+    # kvplan plans DeepSeek-V4 on SGLang 0.5.23 only (compressed.py), so the releases before were not read for it
+    ((0, 5, 23), ("multimodal model", "pipeline parallelism", "DeepSeek-V4")),
 )
 
 
@@ -72,7 +77,7 @@ def prefill_graphs_captured(target: PlanInput, release: tuple[int, ...]) -> bool
     """Whether the default fraction reserves prefill CUDA graphs: from 0.5.10 on CUDA unless one of the release's
     conditions (_OFF_WHEN) holds. ROCm captures none the reserve counts (0.5.10-0.5.21 turn piecewise graphs off on
     HIP; 0.5.22+ default_prefill_backend is disabled off CUDA). 0.5.23's rarer rules (decode context parallel,
-    two-batch overlap, DeepSeek-V4, DeepSeek-V3 on trtllm_mla, 0.5.17's NemotronH) are not modelled."""
+    two-batch overlap, DeepSeek-V3 on trtllm_mla, 0.5.17's NemotronH) are not modelled; its DeepSeek-V4 rule is."""
     if release < PREFILL_GRAPHS_FROM or is_rocm(target.gpu):
         return False
     conditions = next(names for first, names in reversed(_OFF_WHEN) if release >= first)

@@ -424,7 +424,8 @@ class Sglang(PoolRules):
                          "ranks")
         if any(layer.drops_old_tokens for layer in target.spec.layers):
             notes.append(_window_note(target))
-        if settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto" and common.kernel_block_size(target.spec):
+        if (settings.auto_kv_cache_dtype and dep.kv_cache_dtype == "auto" and common.kernel_block_size(target.spec)
+                and not compressed.applies(target.spec.layers)):  # DeepSeek-V4's 584 B rows: its pool note says
             notes.append(f"DeepSeek sparse attention on this GPU: SGLang's automatic KV cache dtype is "
                          f"{settings.auto_kv_cache_dtype} (656 B latent per token)")
         return notes + _release_notes(target, settings)
@@ -443,6 +444,8 @@ def _release_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
 def auto_kv_cache_dtype(target: PlanInput) -> str | None:
     """server_args _set_default_nsa_kv_cache_dtype: DeepSeek sparse attention on SM100+ caches fp8_e4m3 when the
     KV cache dtype is auto."""
+    if compressed.applies(target.spec.layers):  # DeepSeek-V4 on CUDA, any SM (compressed.py)
+        return compressed.AUTO_KV_CACHE_DTYPE
     major = target.gpu.compute_major
     if common.kernel_block_size(target.spec) and major is not None and major >= 10:
         return "fp8_e4m3"

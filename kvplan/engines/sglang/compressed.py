@@ -39,6 +39,7 @@ RELEASE = (0, 5, 23)
 PAGE_SIZE = 256  # model_overrides/deepseek_v4.py, CUDA
 SWA_FULL_TOKENS_RATIO = 0.1  # model_overrides/deepseek_v4.py (DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO too)
 MAX_RUNNING_REQUESTS = 256  # deepseek_v4_hook.apply_deepseek_v4_defaults
+AUTO_KV_CACHE_DTYPE = "fp8_e4m3"  # arg_groups/overrides.py _deepseek_v4_kv_cache_dtype: auto on CUDA
 V4_ROW_SCALE_BYTES, V4_PAGE_ALIGN = 8, 576  # KVLayout.V4: 7 UE8M0 scales + 1 pad a row; the TMA row stride
 STATE_BYTES = 4  # SGLANG_DSV4_COMPRESS_STATE_DTYPE float32
 RING_ROWS = {4: 8, 128: 128}  # get_compress_state_ring_size without speculative decoding
