@@ -10,11 +10,14 @@ ServerArgs resolution (the configurator given the resolved ModelConfig and a sta
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import kvplan
+from kvplan.api import estimates
+from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
 
 FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
@@ -107,3 +110,14 @@ def test_default_launch_settings():
 def test_other_paths_are_refused_by_name(extra, match):
     with pytest.raises(KvplanError, match=match):
         plan(**extra)
+
+
+@pytest.mark.parametrize("flags", [["--dsv4-attn-backend", "trtllm"], ["--enable-hisparse"],
+                                   ["--enable-encoder-swa-bounded-replay"]], ids=["trtllm", "hisparse", "replay"])
+def test_pool_modes_of_a_pasted_command_are_refused_by_name(flags):
+    # each takes DSV4PoolConfigurator off the default path: trtllm's 512 B uniform-FP8 rows (kv_bytes =
+    # attn_head_dim), HiSparse's c4 shrink factor, encoder replay's request windows
+    dep = Deployment.from_vllm_args(["python", "-m", "sglang.launch_server", "--model-path", str(FLASH), "--tp", "8",
+                                     *flags])
+    with pytest.raises(KvplanError, match=f"pools with {flags[0]} are not modelled"):
+        estimates(replace(dep, gpu="h200"))

@@ -26,6 +26,7 @@ here in the same order, so that the truncations fall where SGLang's do.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from kvplan.capacity import SplitPools, TokenPool
@@ -45,6 +46,12 @@ STATE_BYTES = 4  # SGLANG_DSV4_COMPRESS_STATE_DTYPE float32
 RING_ROWS = {4: 8, 128: 128}  # get_compress_state_ring_size without speculative decoding
 INDEXER_QUANT_BLOCK, INDEXER_SCALE_BYTES = 128, 4  # get_dsv4_indexer_bytes_per_token, fp8 (CUDA)
 C128_STATE_ROW_ALIGN = 128  # CompressStatePool pads its rows to the compress ratio
+# flags that take DSV4PoolConfigurator off the default path, with their default
+MODE_FLAGS = {
+    "dsv4-attn-backend": "flashmla; trtllm keeps 512 B uniform-FP8 rows, flashmla_mega is DeepSeek-V4.1's",
+    "enable-hisparse": "off; HiSparse shrinks the c4 pool by its host-to-device ratio",
+    "enable-encoder-swa-bounded-replay": "off; the SWA window then lives in per-request windows",
+}
 
 
 def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
@@ -164,6 +171,10 @@ def check_default_launch(target: PlanInput) -> None:
         value = getattr(dep, field, None)
         if value and not (field == "pipeline_parallel_size" and value == 1):
             raise KvplanError(f"SGLang's DeepSeek-V4 pools with {what} are not modelled", dep.where(field))
+    passed = [flag for flag in MODE_FLAGS if any(re.search(rf"--{flag}\b", note) for note in dep.notes)]
+    if passed:  # the flag parser records these in the deployment's notes (accepted, or not memory-relevant)
+        raise KvplanError(f"SGLang's DeepSeek-V4 pools with --{passed[0]} are not modelled (only its default: "
+                          f"{MODE_FLAGS[passed[0]]})")
     if dep.kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3"):
         raise KvplanError(f"SGLang's DeepSeek-V4 pools are modelled for the fp8 FlashMLA rows only (auto resolves "
                           f"to fp8_e4m3), not --kv-cache-dtype {dep.kv_cache_dtype}", dep.where("kv_cache_dtype"))
