@@ -15,6 +15,7 @@ from kvplan.engines.sglang import budget as sglang
 from kvplan.engines.trtllm import budget as trtllm
 from kvplan.engines.vllm import budget as vllm
 from kvplan.engines.vllm.blocks import default_block_size
+from kvplan.errors import KvplanError
 from kvplan.models.layers import (
     FullAttention,
     LatentAttention,
@@ -145,3 +146,12 @@ def test_a_negative_default_fraction_is_explained():
     assert any("mem_fraction_static -2.969: SGLang's default heuristic reserves more MiB" in note
                for note in plan.notes)
     assert not any("held back" in note for note in plan.notes)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+@pytest.mark.parametrize("dtype", ["mxfp8", "fp4_mx_block16"])
+def test_sglangs_own_kv_dtypes_are_refused_elsewhere(engine, dtype):
+    # SGLang 0.5.16+ takes them (its server_args.py choices); vLLM 0.33.0's config/cache.py CacheDType and
+    # trtllm-serve's --kv_cache_dtype (auto, fp8, nvfp4) have neither, so both refuse them at startup
+    with pytest.raises(KvplanError, match=f"invalid choice '{dtype}'"):
+        estimate("Qwen/Qwen2.5-7B", gpu="h100", engine=engine, max_model_len=8192, kv_cache_dtype=dtype)

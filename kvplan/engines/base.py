@@ -58,6 +58,8 @@ class PoolRules:
     whole TP group; no cap on requests but max_num_seqs) are vLLM's and TensorRT-LLM's; an engine with other rules
     subclasses this and overrides them."""
 
+    refused_kv_cache_dtypes: frozenset[str] = frozenset()  # kvplan's KV dtype choices this engine does not take
+
     def kv_tensor_parallel(self, target: PlanInput) -> int:
         """The ranks a layer's KV heads are divided over."""
         return target.deployment.tensor_parallel_size
@@ -135,6 +137,7 @@ def plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.deployment.rules import check
 
     _check_release(engine, target.deployment)
+    _check_kv_cache_dtype(engine, target.deployment)
     notes = check(target.deployment, target.spec, target.gpu)
     if notes:
         target = replace(target, notes=(*target.notes, *notes))
@@ -153,6 +156,12 @@ def _check_release(engine: Engine, dep: Deployment) -> None:
     if releases is None:
         raise KvplanError(f"{engine.label} has no releases; an engine version does not apply", dep.where("engine_version"))
     releases.checked(dep.engine_version, dep.where("engine_version"))
+
+
+def _check_kv_cache_dtype(engine: Engine, dep: Deployment) -> None:
+    if dep.kv_cache_dtype in pool_rules(engine).refused_kv_cache_dtypes:
+        raise KvplanError(f"invalid choice {dep.kv_cache_dtype!r}: {engine.label} has no such KV cache dtype",
+                          dep.where("kv_cache_dtype"))
 
 
 def _auto_length(engine: Engine, target: PlanInput) -> Plan:

@@ -361,6 +361,7 @@ class TensorRtLlm(PoolRules):
     label = "TensorRT-LLM"
     kv_log = "Allocated ... GiB for max tokens in paged KV cache (N)"
     flat_pool = True
+    refused_kv_cache_dtypes = frozenset({"mxfp8", "fp4_mx_block16"})  # SGLang's; --kv_cache_dtype: auto, fp8, nvfp4
 
     def settings(self, target: PlanInput) -> EngineSettings:
         dep = target.deployment

@@ -292,6 +292,7 @@ class Vllm(PoolRules):
     label = "vLLM"
     kv_log = "GPU KV cache size"
     flat_pool = False
+    refused_kv_cache_dtypes = frozenset({"mxfp8", "fp4_mx_block16"})  # SGLang's; not in config/cache.py CacheDType
 
     def settings(self, target: PlanInput) -> EngineSettings:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
