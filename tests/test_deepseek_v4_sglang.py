@@ -43,7 +43,7 @@ def test_flash_pools_by_hand():
     #   bytes per full token: 0.1 x 31,875 + 3,764.25 + 135                                      = 7,086.75
     #   c128 states, fixed: (256 + 1) x 128 ring rows + 128 + 1 = 33,025 -> 33,152 rows (a multiple of 128),
     #     each 2 x 512 x 4 B, in 20 layers: 33,152 x 4,096 x 20                                 = 2,715,811,840
-    # 40 GiB = 42,949,672,960 B: full = int((42,949,672,960 - 2,715,811,840) / 7,086.75) = 5,677,391 -> 5,677,312
+    # 40 GiB = 42,949,672,960 B: full = int((42,949,672,960 - 2,715,811,840) / 7,086.75) = 5,677,336 -> 5,677,312
     # (whole pages); swa = int(0.1 x 5,677,312) = 567,731 -> 567,552; c4 = 5,677,312 // 4 = 1,419,328;
     # c128 = 5,677,312 // 128 = 44,354; c4 states 567,552 // 256 x 8 = 17,736; c128 states 257 x 128 = 32,896.
     # SGLang 0.5.23's own DSV4PoolConfigurator on CPU (oracle): full 5,677,312, swa 567,552, c4 1,419,328,
@@ -62,7 +62,7 @@ def test_flash_pools_by_hand():
 def test_flags_move_the_split():
     # --max-running-requests 1024, --swa-full-tokens-ratio 0.2: full token 0.2 x 31,875 + 3,899.25 = 10,274.25 B;
     # c128 states (1,025 x 128 + 129 = 131,329 -> 131,456 rows) x 4,096 x 20 = 10,768,875,520 B fixed;
-    # full = int((42,949,672,960 - 10,768,875,520) / 10,274.25) = 3,132,228 -> 3,132,160; swa = 626,432.
+    # full = int((42,949,672,960 - 10,768,875,520) / 10,274.25) = 3,132,179 -> 3,132,160; swa = 626,432.
     # SGLang 0.5.23 (oracle): full 3,132,160, swa 626,432, c4_state 19,576, c128_state 131,200
     found = plan(max_num_seqs=1024, swa_full_tokens_ratio=0.2)
     assert [pool.tokens for pool in found.pools.pools] == [3_132_160, 626_432]
@@ -98,6 +98,20 @@ def test_default_launch_settings():
     assert found.engine.gpu_memory_utilization == 0.897 and found.kv_dtype == "fp8_e4m3"
     assert (found.engine.block_size, found.engine.max_num_batched_tokens) == (256, 8_192)
     assert not any("656 B" in note for note in found.notes)  # the DSA note's latent, not DeepSeek-V4's
+
+
+def test_attention_data_parallel():
+    # --dp-size 8 --enable-dp-attention: each worker's max_running_requests 256 // 8 = 32, so the c128 states are
+    # (33 x 128 + 129 = 4,353 -> 4,480 rows) x 4,096 x 20 = 367,001,600 B; full = int((42,949,672,960 -
+    # 367,001,600) / 7,086.75) = 6,008,772 -> 6,008,576, swa 600,832. SGLang 0.5.23 (oracle): full 6,008,576,
+    # swa 600,832, c128_state 4,224, max_running_requests 32; the default launch's fraction 0.769, chunk 1,024
+    found = plan(attention_data_parallel_size=8)
+    assert [pool.tokens for pool in found.pools.pools] == [6_008_576, 600_832]
+    assert found.capacity.ladder[0].concurrency == 32
+    assert "c128 state 4,224" in next(note for note in found.notes if "DSV4PoolConfigurator" in note)
+    default = kvplan.estimate(str(FLASH), gpu="h200", engine="sglang", tensor_parallel_size=8,
+                              attention_data_parallel_size=8)
+    assert (default.engine.gpu_memory_utilization, default.engine.max_num_batched_tokens) == (0.769, 1_024)
 
 
 @pytest.mark.parametrize(("extra", "match"), [
