@@ -27,19 +27,26 @@ def parse_quant_config(document: Any, where: str) -> Quantization:
     if not isinstance(section, dict):
         raise KvplanError("'quantization' must be an object (ModelOpt writes quant_algo, kv_cache_quant_algo and "
                           "exclude_modules in it)", where)
-    algo = section.get("quant_algo")
-    if not isinstance(algo, str) or algo.upper() not in METHODS:
-        raise KvplanError(f"quantization.quant_algo {algo!r} is not one of {', '.join(METHODS)}", where)
+    algo, excluded, group = _checked(section, "quantization", "exclude_modules", section.get("exclude_modules", []),
+                                     where)
     kv_algo = section.get("kv_cache_quant_algo")
     if kv_algo is not None and not isinstance(kv_algo, str):
         raise KvplanError(f"quantization.kv_cache_quant_algo must be a string or null, got {kv_algo!r}", where)
-    excluded = section.get("exclude_modules", [])
+    return _quantization(algo, kv_algo, excluded, group, QUANT_FILE)
+
+
+def _checked(section: dict[str, Any], prefix: str, excluded_key: str, excluded: Any,
+             where: str) -> tuple[str, list[str], int | None]:
+    """quant_algo, the excluded modules and group_size, as both ModelOpt layouts spell them."""
+    algo = section.get("quant_algo")
+    if not isinstance(algo, str) or algo.upper() not in METHODS:
+        raise KvplanError(f"{prefix}.quant_algo {algo!r} is not one of {', '.join(METHODS)}", where)
     if not isinstance(excluded, list) or not all(isinstance(name, str) for name in excluded):
-        raise KvplanError("quantization.exclude_modules must be a list of module names", where)
+        raise KvplanError(f"{prefix}.{excluded_key} must be a list of module names", where)
     group = section.get("group_size")
     if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group <= 0):
-        raise KvplanError(f"quantization.group_size must be a positive integer, got {group!r}", where)
-    return _quantization(algo, kv_algo, excluded, group, QUANT_FILE)
+        raise KvplanError(f"{prefix}.group_size must be a positive integer, got {group!r}", where)
+    return algo, excluded, group
 
 
 def _quantization(algo: str, kv_algo: str | None, excluded: list[str], group: int | None,
@@ -80,15 +87,8 @@ def parse_inline_config(section: dict[str, Any], where: str) -> Quantization:
     is given) and each config's override_quantization_method (quant_algo FP8 'modelopt', NVFP4 'modelopt_fp4',
     MIXED_PRECISION 'modelopt_mixed'); so the weights and the KV dtype under auto follow as for
     hf_quant_config.json. where: the config, for errors."""
-    algo = section.get("quant_algo")
-    if not isinstance(algo, str) or algo.upper() not in METHODS:
-        raise KvplanError(f"quantization_config.quant_algo {algo!r} is not one of {', '.join(METHODS)}", where)
-    excluded = section.get("ignore", section.get("exclude_modules", []))
-    if not isinstance(excluded, list) or not all(isinstance(name, str) for name in excluded):
-        raise KvplanError("quantization_config.ignore must be a list of module names", where)
-    group = section.get("group_size")
-    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group <= 0):
-        raise KvplanError(f"quantization_config.group_size must be a positive integer, got {group!r}", where)
+    algo, excluded, group = _checked(section, "quantization_config", "ignore",
+                                     section.get("ignore", section.get("exclude_modules", [])), where)
     return _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE)
 
 
