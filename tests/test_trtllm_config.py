@@ -105,6 +105,15 @@ def test_absurd_options_are_one_line_errors(tmp_path, text, message):
         plan_of(pasted("--config", write(tmp_path, text)))
 
 
+def test_a_bad_tp_size_beside_attention_dp_is_refused_under_its_own_flag():
+    # the TP size was copied into --enable_attention_dp's value and refused there ("--enable_attention_dp: must
+    # be within [1, 4,096], got 0")
+    with pytest.raises(KvplanError, match="must be within") as caught:
+        plan_of(pasted("--tp_size", "0", "--enable_attention_dp"))
+    assert caught.value.where == "--tp_size"
+
+
+
 def test_flag_on_the_command_line_wins_over_the_file(tmp_path):
     # explicit CLI > YAML > defaults (update_llm_args_with_extra_dict with explicit_cli_keys, TensorRT-LLM 1.2)
     config = write(tmp_path, "max_batch_size: 64\nmax_num_tokens: 4096\nkv_cache_config:\n"

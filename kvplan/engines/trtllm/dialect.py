@@ -72,6 +72,8 @@ def attention_dp_words(words: list[str]) -> list[str]:
         name, equals, inline = word.partition("=")
         if name in TP_FLAGS:
             tp = inline if equals else (words[index + 1] if index + 1 < len(words) else tp)
+    if not (tp.isdigit() and int(tp) > 0):
+        tp = "1"  # a bad TP size is refused under its own flag, not under --enable_attention_dp
     at = words.index("--enable_attention_dp")
     return [*words[:at + 1], tp, *words[at + 1:]]
 
