@@ -11,6 +11,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.vllm.blocks import kv_block_size
+from kvplan.engines.vllm.deepseek_v4 import served_kv_cache_dtype
 from kvplan.engines.vllm.hybrid import (
     alignment_step,
     gdn_checkpoints,
@@ -44,7 +45,7 @@ from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles
 from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention, served_kv_cache_dtype
+from kvplan.models.compressed_attention import CompressedSparseAttention
 from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
