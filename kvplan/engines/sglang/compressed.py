@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines.base import PlanInput
+from kvplan.engines.sglang.releases import RELEASES, release_of
 from kvplan.errors import KvplanError
 from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache
 from kvplan.models.layers import Layer
@@ -157,19 +158,18 @@ def dsv4_pools(geometry: Dsv4Geometry, available: int, requested: int, ratio: fl
 def check_default_launch(target: PlanInput) -> None:
     """Refuse by name the paths DSV4PoolConfigurator takes that kvplan does not model."""
     dep, gpu = target.deployment, target.gpu
-    from kvplan.engines.sglang.releases import release_of
-
     if release_of(dep.engine_version) != RELEASE:
         raise KvplanError("DeepSeek-V4's pools are modelled as SGLang 0.5.23 builds them (DSV4PoolConfigurator); "
-                          f"SGLang {dep.engine_version} is not read", dep.where("engine_version"))
+                          f"SGLang {dep.engine_version or RELEASES.newest} is not read", dep.where("engine_version"))
     if gpu.compute_major is None and (gpu.compute_capability or "").startswith("gfx"):
         raise KvplanError("DeepSeek-V4 on ROCm takes SGLang's unified_kv / aiter pools, which kvplan does not model")
-    refused = [("speculative_config", "a speculative draft (ring sizes 16/256, the (T+1)/T inflation)"),
-               ("max_total_tokens", "--max-total-tokens (calculate_pool_sizes_from_max_tokens)"),
-               ("pipeline_parallel_size", "pipeline parallelism (per-stage ratio slices)")]
-    for field, what in refused:
-        value = getattr(dep, field, None)
-        if value and not (field == "pipeline_parallel_size" and value == 1):
+    refused = {"speculative_config": (bool(dep.speculative_config), "a speculative draft (ring sizes 16/256, the "
+                                                                     "(T+1)/T inflation)"),
+               "max_total_tokens": (dep.max_total_tokens is not None, "--max-total-tokens "
+                                                                     "(calculate_pool_sizes_from_max_tokens)"),
+               "pipeline_parallel_size": (dep.pipeline_parallel_size > 1, "pipeline parallelism (per-stage slices)")}
+    for field, (given, what) in refused.items():
+        if given:
             raise KvplanError(f"SGLang's DeepSeek-V4 pools with {what} are not modelled", dep.where(field))
     passed = [flag for flag in MODE_FLAGS if any(re.search(rf"--{flag}\b", note) for note in dep.notes)]
     if passed:  # the flag parser records these in the deployment's notes (accepted, or not memory-relevant)
