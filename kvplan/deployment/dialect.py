@@ -88,6 +88,8 @@ class Dialect:
     # the launch words as the engine itself reads them before its flags mean anything (SGLang: --dp N with
     # --enable-dp-attention is attention DP inside TP); applied by every front door that reads a launch line
     reads_words: Callable[[list[str]], list[str]] | None = None
+    # the max_num_batched_tokens value below 1 that turns chunked prefill off (SGLang's --chunked-prefill-size -1)
+    unchunked_prefill: int | None = None
 
     @cached_property
     def knob_spellings(self) -> dict[str, tuple[str, ...]]:

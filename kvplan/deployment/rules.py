@@ -44,11 +44,13 @@ def check(dep: Deployment, spec: ModelSpec, gpu: GpuChoice) -> list[str]:
 
 
 def _chunk(dep: Deployment) -> None:
-    """A step of at least one token; only SGLang's --chunked-prefill-size -1 (chunked prefill off, server_args.py:
-    the activation reserve then counts max_prefill_tokens) goes below."""
-    value = dep.max_num_batched_tokens
-    if value is not None and value < 1 and not (value == -1 and dep.engine == "sglang"):
-        allowed = "at least 1, or -1 for no chunked prefill" if dep.engine == "sglang" else "at least 1"
+    """A step of at least one token, or the value the engine's dialect takes for chunked prefill off (SGLang's
+    --chunked-prefill-size -1)."""
+    from kvplan import registry
+
+    value, off = dep.max_num_batched_tokens, registry.dialect(dep.engine).unchunked_prefill
+    if value is not None and value < 1 and value != off:
+        allowed = "at least 1" + (f", or {off} for no chunked prefill" if off is not None else "")
         raise KvplanError(f"must be {allowed}, got {value}", dep.where("max_num_batched_tokens"))
 
 

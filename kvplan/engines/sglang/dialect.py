@@ -81,6 +81,7 @@ DIALECT = Dialect(
     image_tags_are_releases=True,  # lmsysorg/sglang:v0.5.4 runs SGLang 0.5.4
     model_flag="--model-path",
     reads_words=attention_dp,
+    unchunked_prefill=-1,  # server_args.py: chunked_prefill_size -1 disables chunked prefill
     flag_file=True,
     own_knobs=frozenset({"max_total_tokens", "max_mamba_cache_size", "mamba_full_memory_ratio",
                          "swa_full_tokens_ratio", "attention_data_parallel_size", "enable_hierarchical_cache",
