@@ -205,6 +205,23 @@ class _OneMixer(_PlainFlags):
         return 0
 
 
+class _HeadsOfItsAttention:
+    """The kinds that wrap an attention layer (`attention`) and cache per token what its heads hold."""
+
+    attention: FullAttention
+
+    @property
+    def kv_heads(self) -> int:
+        return self.attention.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.attention.head_dim
+
+    def heads_per_rank(self, tp: int) -> int:
+        return self.attention.heads_per_rank(tp)
+
+
 class _KeyValueHeads(_OneMixer):
     """Arithmetic of the kinds that cache a K and a V vector per KV head. Holds no data: each kind is its own
     dataclass, so no kind is an instance of another."""
@@ -323,7 +340,7 @@ class ChunkedLocal(_KeyValueHeads):
 
 
 @dataclass(frozen=True)
-class IndexedAttention(_OneMixer):
+class IndexedAttention(_HeadsOfItsAttention, _OneMixer):
     """Full attention with a sparse-attention indexer's key cached beside it (MiniMax-M3's sparse_attention_config
     layers). vLLM 0.33.0 models/minimax_m3/nvidia/model.py MiniMaxM3SparseAttention registers its K and V as a
     FullAttentionSpec, and its MiniMaxM3Indexer (common/indexer.py MiniMaxM3IndexerCache) one key of
@@ -342,17 +359,6 @@ class IndexedAttention(_OneMixer):
     has_mlp: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
     kernel_block_size: ClassVar[int | None] = 128
-
-    @property
-    def kv_heads(self) -> int:
-        return self.attention.kv_heads
-
-    @property
-    def head_dim(self) -> int:
-        return self.attention.head_dim
-
-    def heads_per_rank(self, tp: int) -> int:
-        return self.attention.heads_per_rank(tp)
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
         return self.attention.bytes_per_token(kv_bytes, tp) + self.index_dim * self.index_bytes
@@ -850,7 +856,7 @@ class SharedKv(_NoPages):
 
 
 @dataclass(frozen=True)
-class ParallelHybrid(_PlainFlags):
+class ParallelHybrid(_HeadsOfItsAttention, _PlainFlags):
     """A decoder layer whose input goes through an attention mixer and a Mamba-2 mixer side by side, their outputs
     summed, then one MLP (Falcon-H1: vLLM falcon_h1.py FalconH1ParallelHybrid). vLLM v1 registers the two mixers
     as two cache layers, the Mamba one under the layer index num_hidden_layers + i, so the pool sees an attention
@@ -863,17 +869,6 @@ class ParallelHybrid(_PlainFlags):
     drops_old_tokens: ClassVar[bool] = False
     has_mlp: ClassVar[bool] = True
     # The state flags stay plain: the state sits in its own cache layer (cache_layers), which answers them for the pool.
-
-    @property
-    def kv_heads(self) -> int:
-        return self.attention.kv_heads
-
-    @property
-    def head_dim(self) -> int:
-        return self.attention.head_dim
-
-    def heads_per_rank(self, tp: int) -> int:
-        return self.attention.heads_per_rank(tp)
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
         return self.attention.bytes_per_token(kv_bytes, tp)
