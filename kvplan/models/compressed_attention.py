@@ -23,6 +23,7 @@ v1/core/kv_cache_planning.py _get_packed_kv_cache_groups), which kvplan.capacity
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -320,9 +321,14 @@ def compressed_layers(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     return [CompressedSparseAttention(latent, rope, window, max(1, ratio), *index) for ratio in checked]
 
 
+def has_compressed_attention(layers: Iterable[Layer]) -> bool:
+    """Whether these layers include DeepSeek-V4's compressed sparse attention."""
+    return any(isinstance(layer, CompressedSparseAttention) for layer in layers)
+
+
 def compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
     """What a plan of these layers should say whatever the engine: the caches' own format."""
-    if not any(isinstance(layer, CompressedSparseAttention) for layer in layers):
+    if not has_compressed_attention(layers):
         return []
     return ["DeepSeek-V4's caches are planned as vLLM 0.33.0 and SGLang 0.5.23 build them, in FlashMLA's 584 B "
             "latent rows (vLLM's fp8_ds_mla, SGLang's KVLayout.V4)"]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.releases import PREFILL_GRAPHS_FROM
-from kvplan.models.compressed_attention import CompressedSparseAttention
+from kvplan.models.compressed_attention import has_compressed_attention
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 
@@ -51,7 +51,7 @@ _CONDITIONS: dict[str, Callable[[PlanInput], bool]] = {
     "MLA": lambda target: uses_mla(target.spec),
     "MLA without DeepSeek sparse attention": lambda target: uses_mla(target.spec) and not any(
         layer.kernel_block_size for layer in target.spec.layers),
-    "DeepSeek-V4": lambda target: any(isinstance(layer, CompressedSparseAttention) for layer in target.spec.layers),
+    "DeepSeek-V4": lambda target: has_compressed_attention(target.spec.layers),
 }
 # What turns the default prefill CUDA graphs off, from each release to the next (ROCm: always, below):
 # 0.5.10 server_args.py _handle_piecewise_cuda_graph; 0.5.11-0.5.14 the same list without speculative decoding

@@ -33,7 +33,7 @@ from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.releases import RELEASES, release_of
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache
+from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache, has_compressed_attention
 from kvplan.models.layers import Layer
 from kvplan.units import cdiv
 
@@ -57,7 +57,7 @@ MODE_FLAGS = {
 
 def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
     """Whether the model is DeepSeek-V4's compressed sparse attention (its layers are that kind)."""
-    return any(isinstance(layer, CompressedSparseAttention) for layer in layers)
+    return has_compressed_attention(layers)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles
 from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention
+from kvplan.models.compressed_attention import has_compressed_attention
 from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
@@ -416,7 +416,7 @@ class Vllm(PoolRules):
             tables = " + ".join(f"{table.positions:,} x {table.rotary_dim}" for table in target.spec.rope_tables)
             notes.append(f"weights include the RoPE cos/sin cache: {tables} values = {rope / MiB:,.0f} MiB per rank")
         if (settings.auto_kv_cache_dtype == "fp8_ds_mla" and target.deployment.kv_cache_dtype == "auto"
-                and not any(isinstance(layer, CompressedSparseAttention) for layer in target.spec.layers)):
+                and not has_compressed_attention(target.spec.layers)):
             notes.append("DeepSeek sparse attention: vLLM 0.11 turns an automatic KV cache dtype into fp8_ds_mla "
                          "(656 B latent per token, PR #25988)")
         notes.extend(state_notes(target, _release(settings)))

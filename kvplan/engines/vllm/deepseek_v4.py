@@ -4,7 +4,7 @@ gives the layers; the dtype rule is vLLM's)."""
 from __future__ import annotations
 
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention
+from kvplan.models.compressed_attention import has_compressed_attention
 from kvplan.models.layers import Layer
 
 
@@ -15,7 +15,7 @@ def served_kv_cache_dtype(layers: tuple[Layer, ...], kv_cache_dtype: str, comput
     other dtype for; None for other models. Compute capability 12.x takes FlashInfer's rows instead
     (nvidia/model.py _select_dsv4_attn_cls), which kvplan does not model: refused by name. where: the KV dtype's
     and the GPU's sources."""
-    if not any(isinstance(layer, CompressedSparseAttention) for layer in layers):
+    if not has_compressed_attention(layers):
         return None
     if compute_major == 12:
         raise KvplanError("DeepSeek-V4 on compute capability 12.x runs FlashInfer's sparse MLA rows "
