@@ -44,3 +44,20 @@ def user_spec_dir(tmp_path, monkeypatch):
     folder = tmp_path / "user-specs"
     monkeypatch.setenv("KVPLAN_SPEC_DIR", str(folder))
     return folder
+
+
+@pytest.fixture
+def cli_offline(monkeypatch):
+    """The Hub switched off (a module takes it with pytestmark = pytest.mark.usefixtures("cli_offline"))."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+def run_cli(capsys, *args):
+    """kvplan's CLI in-process: (exit code, stdout, stderr)."""
+    from kvplan.cli.app import main
+
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -6,21 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import run_cli as run
 
 from kvplan.cli.app import main
 
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+pytestmark = pytest.mark.usefixtures("cli_offline")
 
 
 def test_a_kv_size_larger_than_the_gpu_offers_a_smaller_one_and_no_longest_fit(capsys):
