@@ -195,11 +195,12 @@ def _read_environment(draft: Draft, env: dict[str, str]) -> None:
 
 
 def release_tuple(text: str | None) -> tuple[int, ...] | None:
-    """A release as numbers to the patch where it has one (v0.5.4 -> (0, 5, 4)): what flag removals compare."""
-    match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip()) if text else None
+    """A release as numbers to the patch where it has one (v0.5.4 -> (0, 5, 4)): what flag removals compare. A part
+    of over 9 digits is no release (and past Python's int-from-str limit at 4,300)."""
+    match = re.match(r"^v?(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?(?!\d)", text.strip()) if text else None
     return tuple(int(part) for part in match.groups() if part is not None) if match else None
 
 
 def version_tuple(text: str | None) -> tuple[int, int] | None:
-    match = re.match(r"^v?(\d+)\.(\d+)", text.strip()) if text else None
+    match = re.match(r"^v?(\d{1,9})\.(\d{1,9})(?!\d)", text.strip()) if text else None
     return (int(match.group(1)), int(match.group(2))) if match else None
