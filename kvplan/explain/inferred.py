@@ -11,7 +11,7 @@ from kvplan.explain.record import LoggedRun
 def parallelism_from_ranks(run: LoggedRun) -> None:
     """Worker_TP1 or Worker_PP1_TP0 prefixes show the parallelism when the flags that set it are not printed."""
     for flag, tag in (("tensor_parallel_size", "TP"), ("pipeline_parallel_size", "PP"), ("data_parallel_size", "DP")):
-        indices = [int(m.group(1)) for rank in run.ranks for m in [re.search(tag + r"(\d+)", rank)] if m]
+        indices = [int(m.group(1)) for rank in run.ranks for m in [re.search(tag + r"(\d{1,9})(?!\d)", rank)] if m]
         if run.flag(flag) is None and indices and max(indices) > 0:
             run.set_flag(flag, max(indices) + 1, None, 0)
             run.notes.append(f"{flag} {max(indices) + 1} from the {tag} ranks in the process prefixes (at least)")
