@@ -104,8 +104,8 @@ class PackedCache(_OneMixer):
 
     def as_full(self) -> Layer:
         raise KvplanError("DeepSeek-V4's compressed sparse attention is modelled in vLLM's own packed KV pool "
-                          "and SGLang 0.5.23's DeepSeek-V4 pools only: not in a flat token pool (TensorRT-LLM) or "
-                          "with vLLM's hybrid KV cache manager disabled")
+                          "and SGLang 0.5.23's DeepSeek-V4 pools only: not in a flat token pool or with vLLM's "
+                          "hybrid KV cache manager disabled")
 
     def describe(self) -> str:
         keeps = f"window {self.window}" if self.window else "every entry"

@@ -33,12 +33,14 @@ from kvplan.capacity import PoolLayout, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
+from kvplan.engines.trtllm import deepseek_v4
 from kvplan.engines.trtllm.host_cache import host_tier
 from kvplan.engines.trtllm.lora import device_cache_bytes
 from kvplan.engines.trtllm.mamba import state_bytes_per_rank, state_intercept
 from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.errors import KvplanError
 from kvplan.models.families import family_of
+from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, Memory
 from kvplan.units import GiB, cdiv, dtype_bytes
@@ -397,6 +399,9 @@ class TensorRtLlm(PoolRules):
 
     def kv_tensor_parallel(self, target: PlanInput) -> int:
         return kv_ranks(target)
+
+    def flat_layer(self, layer: Layer) -> Layer:
+        return deepseek_v4.flat_layer(layer)
 
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
