@@ -1,4 +1,5 @@
-"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4, refused by name with where the engine builds its pools."""
+"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (refused by name, saying where the engine builds its pools),
+MiMo-V2-Flash's MTP layer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 import kvplan
 from kvplan.errors import KvplanError
+from kvplan.models.layers import FullAttention, SlidingWindow
+from kvplan.models.sources import resolve
 from tests.conftest import run_cli
 
 FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
@@ -37,3 +40,25 @@ def test_trtllm_still_plans_other_mla_models():
     plan = kvplan.estimate(str(FRONTIER / "deepseek-ai__DeepSeek-V3"), gpu="h200", tensor_parallel_size=8,
                            engine="trtllm").to_dict()
     assert plan["kv"]["bytes_per_token"] == 576 * 61 * 2 == 70_272
+
+
+def test_mimo_v2_flash_mtp_layer_is_a_sliding_window_layer():
+    # vLLM 0.33.0 model_executor/models/mimo_v2_mtp.py (and SGLang 0.5.23 srt/models/mimo_v2_nextn.py) build the one
+    # MTP layer from swa_num_key_value_heads 8, swa_head_dim 192, swa_v_head_dim 128, sliding_window_size 128;
+    # layer 0 (hybrid_layer_pattern[0] == 0) is full attention with 4 KV heads, which kvplan copied before
+    spec = resolve("XiaomiMiMo/MiMo-V2-Flash")
+    assert spec.mtp_layer == SlidingWindow(8, 192, 128, 128)
+    assert spec.layers[0] == FullAttention(4, 192, 128)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_mimo_v2_flash_mtp_adds_the_sliding_layers_bytes(engine):
+    # by hand at TP 2: a sliding layer 8 / 2 heads x (192 + 128) x 2 B = 2,560 B a token, a full one 4 / 2 x 320 x 2
+    # = 1,280 B; the target 39 x 2,560 + 9 x 1,280 = 111,360 B; its MTP layer adds a sliding layer's 2,560 (a copy of
+    # layer 0 added 1,280)
+    def per_token(**extra):
+        return kvplan.estimate("XiaomiMiMo/MiMo-V2-Flash", gpu="h200", engine=engine, tensor_parallel_size=2,
+                               max_model_len=32_768, kv_cache_memory_bytes=40 * 2**30, **extra).to_dict()["kv"]
+    assert per_token()["bytes_per_token"] == 39 * 2_560 + 9 * 1_280 == 111_360
+    mtp = per_token(speculative_config={"method": "mtp", "num_speculative_tokens": 1})
+    assert mtp["bytes_per_token"] == 111_360 + 2_560

@@ -148,6 +148,9 @@ def draft_layers(target: PlanInput, dtype: str, weights: WeightLayout) -> tuple[
                 f"and {total / GiB:.2f} GiB of weights on the last stage")
         return layers, total, note
     count = spec.mtp_layers or 1 if "mtp" in method else int(config.get("num_hidden_layers") or 1)
+    if "mtp" in method and spec.mtp_layer is not None:  # the checkpoint's MTP layer has a geometry of its own
+        note = f"speculative decoding ({method}): {count} MTP layer(s) of {spec.mtp_layer.describe()}"
+        return [spec.mtp_layer] * count, weights.per_layer * count, note
     template = next(iter(spec.kv_layers), None)
     if template is None:
         return [], 0, None

@@ -138,6 +138,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
         intermediate_size=intermediate, tie_word_embeddings=tie, dtype=dtype, max_context=max_context,
         layers=layers, params=params, moe=moe, quantization=quant,
         mtp_layers=lm.optional_int(("num_nextn_predict_layers", "mtp_num_hidden_layers"), minimum=0) or 0,
+        mtp_layer=_mtp_layer(lm),
         rope_tables=rope_tables(lm, family, max((layer.head_dim for layer in layers if layer.holds_kv), default=0),
                                 any(layer.drops_old_tokens for layer in layers)),
         notes=tuple(notes), tower=vision_tower(top, hidden),
@@ -323,9 +324,25 @@ def _from_hybrid_pattern(lm: ConfigFields, pattern: list[Any], num_layers: int, 
     head_dim, v_head_dim). The attention_chunk_size the same config writes is read by no MiMo layer."""
     if len(pattern) != num_layers:
         raise lm.fail("hybrid_layer_pattern", f"has {len(pattern)} entries for {num_layers} layers")
-    sliding = SlidingWindow(lm.integer("swa_num_key_value_heads"), lm.integer("swa_head_dim"),
-                            lm.integer("sliding_window_size"), lm.optional_int("swa_v_head_dim"))
+    sliding = _mimo_sliding(lm)
     return [sliding if entry == 1 else full for entry in pattern]
+
+
+def _mimo_sliding(lm: ConfigFields) -> SlidingWindow:
+    return SlidingWindow(lm.integer("swa_num_key_value_heads"), lm.integer("swa_head_dim"),
+                         lm.integer("sliding_window_size"), lm.optional_int("swa_v_head_dim"))
+
+
+def _mtp_layer(lm: ConfigFields) -> Layer | None:
+    """What an MTP draft layer caches where it is not shaped like the first layer. MiMo-V2-Flash (a
+    hybrid_layer_pattern, whose layer 0 is full attention): its one MTP layer is sliding-window attention with the
+    SWA layers' KV heads, head dims and window (vLLM 0.33.0 model_executor/models/mimo_v2_mtp.py
+    MiMoV2MultiTokenPredictorLayer builds MiMoV2Attention from swa_num_key_value_heads, swa_head_dim,
+    swa_v_head_dim and sliding_window_size, num_mtp_layers 1; SGLang 0.5.23 srt/models/mimo_v2_nextn.py the same
+    keys). None: the first KV layer's geometry (engines/common.draft_layers)."""
+    if lm.array("hybrid_layer_pattern") is None:
+        return None
+    return _mimo_sliding(lm)
 
 
 # The indexer of DeepSeek-V3.2's own config.json (index_n_heads 64, index_head_dim 128, index_topk 2048), for a

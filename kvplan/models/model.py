@@ -109,6 +109,7 @@ class ModelSpec:
     moe: MoE | None = None
     quantization: Quantization | None = None
     mtp_layers: int = 0  # multi-token-prediction layers shipped with the checkpoint (speculative drafts)
+    mtp_layer: Layer | None = None  # what one MTP layer caches, where the checkpoint gives it its own geometry
     stored_weight_bytes: int | None = None  # from the Hub's safetensors headers, for quantized checkpoints
     rope_tables: tuple[RopeTable, ...] = ()  # the cos/sin tables the engine builds beside the weights
     tower: VisionTower | None = None  # a multimodal wrapper's vision tower (models/towers.py)
