@@ -75,8 +75,9 @@ def test_kvplan_gpus_groups_whole_gpus_unified_memory_and_slices():
     groups = list(dict.fromkeys(g.group for g in grouped()))
     assert groups == ["NVIDIA", "AMD Instinct", "Intel Gaudi", "unified memory", "MIG slices"]
     assert [g.id for g in grouped() if g.parent] == [g.id for g in mig_slices()]
-    # 7 sourced profiles each of the A100-80GB and the H100 80GB, 4 of the A30 and 4 of the H200
-    assert len(mig_slices()) == 22
+    # 7 sourced profiles each of the A100-80GB, the H100 80GB and the H200, 4 of the A30, 6 of the B200 and 3 of the
+    # RTX PRO 6000 Blackwell
+    assert len(mig_slices()) == 34
 
 
 def test_the_a30_is_a_gpu_of_its_own_with_its_logged_total():
