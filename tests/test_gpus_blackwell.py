@@ -1,4 +1,4 @@
-"""Issue 20 item 5, the devices left without a runtime figure: B300, GB200, GB300, the B200's MIG profiles, the
+"""Issue 20 item 5, the devices left without a runtime figure: B300, GB200, GB300, L20, the B200's MIG profiles, the
 H200's 1g.35gb / 3g.71gb / 4g.71gb, the RTX PRO 6000 Blackwell's slices, and the MI355X's exact total. Every
 expected byte count is the cited figure converted by hand here (GiB = 2^30 bytes; an 'xx.yy GiB' figure floored)."""
 
@@ -102,3 +102,11 @@ def test_estimate_on_a_b200_slice_budgets_the_slice():
     memory = json.loads(result.stdout)["memory"]
     assert memory["total_bytes"] == 22_011_707_392  # 20.50 x 2^30
     assert memory["budget_bytes"] == 20_250_770_800  # vLLM: 0.92 x 22,011,707,392 = 20,250,770,800.64, floored
+
+
+def test_the_l20_has_the_total_its_vllm_worker_printed():
+    gpu = find_gpu("L20")
+    # vllm-project/vllm#14011: 'total_gpu_memory: 44.52056884765625GiB' on an NVIDIA L20; x 2^30 = 47,803,596,800
+    assert gpu.memory_bytes == 47_803_596_800 == 729_425 * 2**20 // 16 and gpu.memory_precision == "exact_bytes"
+    assert "vllm-project/vllm/issues/14011" in gpu.memory_source and gpu.nvml_total_mib == 46_068
+    assert gpu.compute_capability == "8.9" and gpu.nvlink == "none" and gpu.group == "NVIDIA"
