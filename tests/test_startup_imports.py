@@ -1,0 +1,68 @@
+"""kvplan estimate imports only what its deployment uses (the start-up budget of benchmarks/startup.py). The
+modules below are loaded at the call that needs them, never at the top of a module on the estimate path: a test
+fails here if someone imports one of them eagerly again. Each lazy module is also shown to load for the flag or
+model that needs it, so the list names real modules and the probe sees them."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import sys
+from kvplan.cli.app import main
+code = main({args!r})
+sys.stderr.write("LOADED=" + ",".join(sorted(m for m in sys.modules if m.startswith("kvplan"))) + "\\n")
+sys.exit(code)
+"""
+
+# the commands benchmarks/startup.py times: a bundled model that fits, --json, a pasted launch line, one that does
+# not fit (its levers are planned)
+FITS = ["estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768"]
+ESTIMATES = [
+    FITS,
+    [*FITS, "--json"],
+    ["estimate", "--gpu", "rtx3090", "--", "vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "32768", "--port",
+     "8000"],
+    ["estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090"],
+]
+OTHER_COMMANDS = ("kvplan.check", "kvplan.simulate", "kvplan.serve", "kvplan.verify", "kvplan.sizing",
+                  "kvplan.explain", "kvplan.calibration")
+# the other engines' rules (a pasted launch line reads every engine's dialect to know whose launcher it is)
+OTHER_ENGINES = ("kvplan.engines.sglang.budget", "kvplan.engines.trtllm.budget", "kvplan.engines.simple.budget")
+# lazy module -> what makes an estimate import it
+LAZY: dict[str, list[str]] = {
+    "kvplan.models.hub": [],  # a model nothing local names
+    "kvplan.engines.log_lines": [],  # explain's vocabulary; no estimate reads a log
+}
+
+
+def loaded(args: list[str]) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True,
+                            timeout=120)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("LOADED=")]
+    assert lines, result.stderr
+    return set(lines[0].removeprefix("LOADED=").split(","))
+
+
+@pytest.mark.parametrize("args", ESTIMATES, ids=["fits", "json", "pasted", "levers"])
+def test_estimate_leaves_the_lazy_modules_unloaded(args):
+    modules = loaded(args)
+    eager = sorted(m for m in modules if m in LAZY or m.startswith(tuple(f"{p}." for p in LAZY)))
+    eager += sorted(m for m in modules if m.startswith(OTHER_COMMANDS + OTHER_ENGINES))
+    assert not eager, f"imported eagerly on the estimate path: {eager}"
+    assert "kvplan.engines.vllm.budget" in modules  # the probe ran an estimate
+    assert ("kvplan.levers" in modules) == (args is ESTIMATES[-1])  # levers only where the plan does not fit
+
+
+def test_every_lazy_module_exists():
+    missing = [m for m in (*LAZY, *OTHER_COMMANDS, *OTHER_ENGINES) if importlib.util.find_spec(m) is None]
+    assert not missing
+
+
+@pytest.mark.parametrize("module", [m for m, extra in LAZY.items() if extra])
+def test_a_lazy_module_loads_where_it_is_needed(module):
+    assert module in loaded(["estimate", "--gpu", "h100", *LAZY[module]])
