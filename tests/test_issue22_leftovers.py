@@ -1,16 +1,19 @@
 """Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (refused by name, saying where the engine builds its pools),
-MiMo-V2-Flash's MTP layer."""
+MiMo-V2-Flash's MTP layer, Kimi-K3's vision tower."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import kvplan
 from kvplan.errors import KvplanError
+from kvplan.models.hf_config import parse_config
 from kvplan.models.layers import FullAttention, SlidingWindow
-from kvplan.models.sources import resolve
+from kvplan.models.model import SpecSource
+from kvplan.models.sources import bundled_dir, resolve
 from tests.conftest import run_cli
 
 FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
@@ -62,3 +65,26 @@ def test_mimo_v2_flash_mtp_adds_the_sliding_layers_bytes(engine):
     assert per_token()["bytes_per_token"] == 39 * 2_560 + 9 * 1_280 == 111_360
     mtp = per_token(speculative_config={"method": "mtp", "num_speculative_tokens": 1})
     assert mtp["bytes_per_token"] == 111_360 + 2_560
+
+
+def test_kimi_k3_vision_tower_counts_vllms_moonvit_3d_module_by_module():
+    # vLLM 0.33.0 kimi_k25_vit.py MoonViT3dPretrainedModel + KimiK25MultiModalProjector, Kimi-K3's vision_config
+    # (vt_hidden_size 1024, vt_intermediate_size 4096, qkv_hidden_size 1536, 27 layers, patch 14, positions
+    # 64 x 64, rmsnorm, no biases, patchmergerv2 into the 7,168-wide text model), by hand:
+    patch_embed = 3 * 14 * 14 * 1024                                   # 602,112
+    positions = 64 * 64 * 1024                                         # 4,194,304
+    block = 2 * 1024 + 1024 * 3 * 1536 + 1536 * 1024 + 2 * 1024 * 4096  # 14,682,112
+    tower = patch_embed + positions + 27 * block + 1024                # 401,214,464
+    projector = 4096 * 4096 + 4096 * 7168 + 7168                       # 46,144,512
+    spec = resolve("moonshotai/Kimi-K3")
+    assert spec.params.vision == tower + projector == 447_358_976
+    # the decoder, unchanged: 2,779,484,476,000 outside the tower (issue 22's last stop); still approximate
+    assert spec.params.total == 2_779_484_476_000 + 447_358_976
+    assert not spec.params.exact
+
+
+def test_kimi_k3_bad_merge_kernel_is_one_line():
+    data = json.loads((bundled_dir() / "moonshotai__Kimi-K3.json").read_text())["config"]
+    data["vision_config"]["merge_kernel_size"] = ["2", 2]
+    with pytest.raises(KvplanError, match="merge_kernel_size"):
+        parse_config(data, "kimi-k3", SpecSource("local", "kimi-k3"))

@@ -53,6 +53,45 @@ TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
 }
 
 
+def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
+    """Kimi-K3's MoonViT-3D and projector, module by module as vLLM 0.33.0 builds them
+    (model_executor/models/kimi_k25_vit.py MoonViT3dPretrainedModel, KimiK25MultiModalProjector; the vt_* names are
+    transformers_utils/configs/kimi_k3.py's): a Conv2d patch embedding (channels x patch^2 -> hidden, bias by
+    patch_embed_proj_bias), learned positions init_pos_emb_height x init_pos_emb_width x hidden (the temporal table
+    is a buffer); per block two norms (RMSNorm: a weight, LayerNorm: weight and bias), wqkv hidden -> 3 x
+    qkv_hidden_size and wo back (biases by attn_bias), the two-layer MLP (biases by linear_bias); a final norm; the
+    patchmergerv2 projector: merged = hidden x merge_kernel_size, merged -> merged -> text hidden without biases and
+    an RMSNorm of the text width. Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976. No published count of the tower
+    was reachable, so the total it joins stays approximate."""
+    hidden, inner = vision.integer("vt_hidden_size"), vision.integer("vt_intermediate_size")
+    qkv = vision.integer("qkv_hidden_size", hidden)
+    patch, channels = vision.integer("patch_size"), vision.integer(("num_channels", "in_chans"), 3)
+    norm = hidden if vision.text("norm_type") == "rmsnorm" else 2 * hidden
+    attn_bias, mlp_bias = vision.flag("attn_bias", True), vision.flag("linear_bias", True)
+    patch_embed = channels * patch * patch * hidden + (hidden if vision.flag("patch_embed_proj_bias", True) else 0)
+    positions = vision.integer("init_pos_emb_height") * vision.integer("init_pos_emb_width") * hidden
+    block = (2 * norm + hidden * 3 * qkv + qkv * hidden + (3 * qkv + hidden if attn_bias else 0)
+             + 2 * hidden * inner + (inner + hidden if mlp_bias else 0))
+    merge = vision.array("merge_kernel_size") or [2, 2]  # KimiK3VisionConfig's default
+    if len(merge) != 2 or not all(isinstance(m, int) and not isinstance(m, bool) and m > 0 for m in merge):
+        raise vision.fail("merge_kernel_size", "must be two positive integers")
+    merged = hidden * merge[0] * merge[1]
+    if vision.text("mm_projector_type") != "patchmergerv2":
+        raise vision.fail("mm_projector_type", "is not patchmergerv2: only Kimi-K3's projector is modelled")
+    projector = merged * merged + merged * text_hidden + text_hidden
+    return patch_embed + positions + vision.integer("vt_num_hidden_layers") * block + norm + projector
+
+
+# Towers whose layout follows an engine's module but was checked against no published count (approximate totals)
+DERIVED: dict[str, Callable[[ConfigFields, int], int]] = {"kimi_k3": moonvit_3d}
+
+
+def derived(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | None:
+    """The tower's count where its wrapper's layout is read from an engine's module but not checked, else None."""
+    rule = DERIVED.get(top.text("model_type") or "")
+    return rule(vision, text_hidden) if rule else None
+
+
 def count(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | None:
     """The tower's exact count where its wrapper's layout is known, else None."""
     rule = TOWERS.get(top.text("model_type") or "")
