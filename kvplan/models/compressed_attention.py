@@ -23,13 +23,12 @@ v1/core/kv_cache_planning.py _get_packed_kv_cache_groups), which kvplan.capacity
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kvplan.errors import KvplanError
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import Layer, MixerCounter, PageTensor, _OneMixer
+from kvplan.models.layers import Layer, MixerCounter, PageTensor, _OneMixer, has_compressed_attention
 from kvplan.units import cdiv
 
 SWA_BLOCK = 64  # DeepseekV4SWACache's block_size default, which DeepseekV4Attention keeps
@@ -208,6 +207,7 @@ class CompressedSparseAttention(_OneMixer):
     # _preferred_block_size_for_backends settles there (platforms/interface.py)
     kernel_block_size: ClassVar[int | None] = 256
     block_outermost: ClassVar[bool] = True
+    compressed_sparse: ClassVar[bool] = True
 
     @property
     def kv_heads(self) -> int:
@@ -319,11 +319,6 @@ def compressed_layers(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
         raise lm.fail("index_head_dim", "is missing, but compress_ratios names layers of ratio 4, which have an "
                                         "indexer")
     return [CompressedSparseAttention(latent, rope, window, max(1, ratio), *index) for ratio in checked]
-
-
-def has_compressed_attention(layers: Iterable[Layer]) -> bool:
-    """Whether these layers include DeepSeek-V4's compressed sparse attention."""
-    return any(isinstance(layer, CompressedSparseAttention) for layer in layers)
 
 
 def compressed_notes(layers: tuple[Layer, ...]) -> list[str]:

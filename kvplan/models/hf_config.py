@@ -10,7 +10,6 @@ from kvplan.errors import KvplanError
 from kvplan.models import modelopt
 from kvplan.models import params as param_count
 from kvplan.models.blocks import block_pattern, block_pattern_key
-from kvplan.models.compressed_attention import compressed_layers, compressed_notes
 from kvplan.models.families import Family, family_of
 from kvplan.models.fields import MAX_CONTEXT, ConfigFields
 from kvplan.models.layers import (
@@ -31,6 +30,7 @@ from kvplan.models.layers import (
     SlidingWindow,
     SparseLatentAttention,
     StateOnly,
+    has_compressed_attention,
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.rope import rope_tables
@@ -122,7 +122,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config")) or quant_file
     quant = _expert_format(lm, quant)
     max_context, context_note = _max_context(lm, family)
-    notes = ([context_note] if context_note else []) + compressed_notes(layers)
+    notes = ([context_note] if context_note else []) + _compressed_notes(layers)
 
     params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
                                                             layers, moe, tie))
@@ -192,10 +192,28 @@ def _kv_heads(lm: ConfigFields, heads: int) -> int:
     return kv
 
 
+def _compressed_layers(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
+    """DeepSeek-V4's layers (kvplan.models.compressed_attention), which it reads from compress_ratios or
+    layer_types alone: a config with neither is none of its, and the module is not imported (start-up time)."""
+    if "compress_ratios" not in lm.data and "layer_types" not in lm.data:
+        return None
+    from kvplan.models.compressed_attention import compressed_layers
+
+    return compressed_layers(lm, num_layers)
+
+
+def _compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
+    if not has_compressed_attention(layers):
+        return []
+    from kvplan.models.compressed_attention import compressed_notes
+
+    return compressed_notes(layers)
+
+
 def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, heads: int) -> list[Layer]:
     if heads == 0:
         return [_state_layer(lm, family, hidden, pure=True)] * num_layers
-    compressed = compressed_layers(lm, num_layers)  # DeepSeek-V4 (kvplan.models.compressed_attention)
+    compressed = _compressed_layers(lm, num_layers)
     if compressed is not None:
         return compressed
     if (linear := _kimi_linear(lm, num_layers)) is not None:

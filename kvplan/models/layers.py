@@ -5,6 +5,7 @@ rule counts its mixer."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -74,6 +75,8 @@ class LayerKind(Protocol):
     kernel_block_size: ClassVar[int | None]
     # pages of several sizes packed side by side in one block (vLLM's block-outermost layout; capacity.is_packed)
     block_outermost: ClassVar[bool]
+    # DeepSeek-V4's compressed sparse attention, a kind only models/compressed_attention.py builds
+    compressed_sparse: ClassVar[bool]
 
     def block_tokens(self, block_size: int) -> int:
         """Tokens of one of this cache's blocks in a pool of block_size-token blocks (a fixed size of its own)."""
@@ -157,6 +160,12 @@ class LayerKind(Protocol):
 Layer = LayerKind
 
 
+def has_compressed_attention(layers: Iterable[Layer]) -> bool:
+    """Whether these layers include DeepSeek-V4's compressed sparse attention. Asked of every model, so it is a flag
+    of the kinds: kvplan.models.compressed_attention is imported only for a config that names its keys."""
+    return any(layer.compressed_sparse for layer in layers)
+
+
 class _PlainFlags:
     """The flags of a kind that is none of the special cases they name. Holds no data."""
 
@@ -166,6 +175,7 @@ class _PlainFlags:
     latent_cache: ClassVar[bool] = False
     kernel_block_size: ClassVar[int | None] = None
     block_outermost: ClassVar[bool] = False
+    compressed_sparse: ClassVar[bool] = False
 
     @property
     def attention_chunk(self) -> int | None:

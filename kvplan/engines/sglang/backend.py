@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.releases import PREFILL_GRAPHS_FROM
-from kvplan.models.compressed_attention import has_compressed_attention
+from kvplan.models.layers import has_compressed_attention
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
 

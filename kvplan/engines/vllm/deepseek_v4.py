@@ -4,8 +4,7 @@ gives the layers; the dtype rule is vLLM's)."""
 from __future__ import annotations
 
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import has_compressed_attention
-from kvplan.models.layers import Layer
+from kvplan.models.layers import Layer, has_compressed_attention
 
 
 def served_kv_cache_dtype(layers: tuple[Layer, ...], kv_cache_dtype: str, compute_major: int | None,
