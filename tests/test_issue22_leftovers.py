@@ -88,3 +88,17 @@ def test_kimi_k3_bad_merge_kernel_is_one_line():
     data["vision_config"]["merge_kernel_size"] = ["2", 2]
     with pytest.raises(KvplanError, match="merge_kernel_size"):
         parse_config(data, "kimi-k3", SpecSource("local", "kimi-k3"))
+
+
+def test_minimax_m3_is_planned_as_the_class_the_engines_register():
+    # aiconfigurator's MiniMax-M3 config names MiniMaxM3ForCausalLM (model_type minimax_m3); vLLM 0.33.0's registry
+    # and SGLang 0.5.23's srt/models/minimax_m3.py register MiniMaxM3SparseForCausalLM only
+    spec = resolve("MiniMaxAI/MiniMax-M3")
+    assert spec.architecture == "MiniMaxM3SparseForCausalLM"
+    assert any("MiniMaxM3ForCausalLM is registered by neither" in note for note in spec.notes)
+    # the layers are read as before: 57 sparse layers with a 128-wide bfloat16 index key, 137,472 B a token
+    assert spec.kv_bytes_per_token(2) == 137_472
+    # a registered name is left as it is, without a note
+    other = resolve("MiniMaxAI/MiniMax-M2.5")
+    assert other.architecture == "MiniMaxM2ForCausalLM"
+    assert not any("registered by neither" in note for note in other.notes)

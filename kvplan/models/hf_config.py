@@ -107,7 +107,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     model_type = lm.text("model_type") or top.text("model_type") or "unknown"
     family = family_of(model_type)
     architectures = top.array("architectures") or lm.array("architectures") or []
-    architecture = str(architectures[0]) if architectures else model_type
+    architecture, served_note = _served_architecture(str(architectures[0]) if architectures else model_type)
 
     num_layers = _num_layers(lm)
     hidden = lm.integer(HIDDEN_KEYS)
@@ -122,7 +122,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config")) or quant_file
     quant = _expert_format(lm, quant)
     max_context, context_note = _max_context(lm, family)
-    notes = ([context_note] if context_note else []) + _compressed_notes(layers)
+    notes = ([context_note] if context_note else []) + served_note + _compressed_notes(layers)
 
     params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
                                                             layers, moe, tie))
@@ -143,6 +143,24 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
                                 any(layer.drops_old_tokens for layer in layers)),
         notes=tuple(notes), tower=vision_tower(top, hidden),
     )
+
+
+# Architecture names that neither vLLM 0.33.0 (model_executor/models/registry.py) nor SGLang 0.5.23 (srt/models/
+# minimax_m3.py EntryClass) registers, for the class both serve the same layers with. ai-dynamo/aiconfigurator's
+# MiniMax-M3 config (model_type minimax_m3, which transformers 5.19.0 does not register either; its aic-core sdk
+# maps the name to its own MINIMAXM3) calls the text backbone MiniMaxM3ForCausalLM; the engines' class for that
+# backbone is MiniMaxM3SparseForCausalLM (nvidia/MiniMax-M3-NVFP4 names MiniMaxM3SparseForConditionalGeneration)
+SERVED_AS = {"MiniMaxM3ForCausalLM": "MiniMaxM3SparseForCausalLM"}
+
+
+def _served_architecture(published: str) -> tuple[str, list[str]]:
+    """The architecture the engines' rules are looked up by, and a note where it is not the config's own."""
+    served = SERVED_AS.get(published)
+    if served is None:
+        return published, []
+    return served, [f"architecture {published} is registered by neither vLLM 0.33.0 nor SGLang 0.5.23, which "
+                    f"would refuse this config.json as written; planned as {served}, the class both serve these "
+                    "layers with"]
 
 
 def _num_layers(lm: ConfigFields) -> int:
