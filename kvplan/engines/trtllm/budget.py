@@ -33,7 +33,7 @@ from kvplan.capacity import PoolLayout, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
-from kvplan.engines.trtllm import deepseek_v4
+from kvplan.engines.trtllm import deepseek_v4, engine_buffers
 from kvplan.engines.trtllm.host_cache import host_tier
 from kvplan.engines.trtllm.lora import device_cache_bytes
 from kvplan.engines.trtllm.mamba import state_bytes_per_rank, state_intercept
@@ -183,6 +183,17 @@ def _element_bytes(target: PlanInput) -> int:
     return dtype_bytes(common.model_dtype(target.spec, target.deployment, target.gpu)[0])
 
 
+def engine_shape(target: PlanInput, settings: EngineSettings, last: bool) -> engine_buffers.EngineShape:
+    """The limits a TensorRT engine's C++ executor sizes its buffers by: the build's max_batch_size, max_seq_len
+    and max_num_tokens (kvplan's defaults where the deployment gives none), the vocabulary padded over all ranks."""
+    dep = target.deployment
+    return engine_buffers.EngineShape(
+        settings.max_num_seqs or MAX_BATCH_SIZE, settings.max_model_len,
+        settings.max_num_batched_tokens or MAX_NUM_TOKENS, target.spec.vocab_size,
+        dep.tensor_parallel_size * dep.pipeline_parallel_size, dep.pipeline_parallel_size, last,
+        target.spec.hidden_size, _element_bytes(target))
+
+
 class Backend(Protocol):
     name: str
     rounding: str  # how the max tokens become blocks, for the plan's note
@@ -190,6 +201,10 @@ class Backend(Protocol):
 
     def before_kv(self, target: PlanInput, settings: EngineSettings, last: bool) -> tuple[int, int]:
         """Activation bytes and CUDA-graph bytes in use on one rank when the free memory is measured."""
+        ...
+
+    def runtime_bytes(self, target: PlanInput, settings: EngineSettings, last: bool) -> int:
+        """What the runtime allocates outside torch before the KV cache is sized, beyond the CUDA context."""
         ...
 
     def available(self, total: int, used: int, fraction: float) -> int: ...
@@ -236,6 +251,9 @@ class PyTorchBackend:
         batch = largest_graph(max_batch, tokens, blocks)
         return activation, forward_activation_bytes(spec, tp, batch, batch if last else 0, size)
 
+    def runtime_bytes(self, target: PlanInput, settings: EngineSettings, last: bool) -> int:
+        return 0  # the C++ decoder and runtime buffers belong to the engine backend; torch's are in the peak
+
     def available(self, total: int, used: int, fraction: float) -> int:
         # the estimation pool is in the measured peak and counted back: it cancels out of a prediction
         return pytorch_available_bytes(total, used, 0, fraction)
@@ -271,15 +289,14 @@ class TensorRtEngine:
     """A prebuilt TensorRT engine (the C++ executor, Triton's tensorrtllm backend): no profiling run. Its
     execution context is the activation memory TensorRT computed at build time for the max shapes
     (docs/source/reference/memory.md: close to max_num_tokens x a factor of the network); kvplan's layer estimate
-    for max_num_tokens stands in for it. The runtime buffers and decoder, allocated before the KV cache is sized
-    (trtGptModelInflightBatching.cpp: createBuffers, then createDecoder, each printed as "[MemUsageChange]"), are
-    not modelled, and they grow with max_batch_size: runtime/decoderState.cpp reshapeBuffers holds, per sequence
-    slot, ids, parentIds, logProbs and logProbsTiled over max_seq_len (16 B a position) and an embedding bias over
-    the padded vocabulary; the sampling layers' workspaces (layers/penaltyLayer.cpp allocateWorkspace: batch x
-    vocabulary int32 for occurrence penalties; the top-k/top-p sorts) are batch x vocabulary too, their sort
-    buffers sized by CUB at run time. The T05 log (max_batch_size 4,096, max_seq_len 4,098, vocabulary 32,000)
-    prints 1.14 GB of runtime buffers and 4.35 GB of decoder, about 1.06 MB a slot; this is why kvplan's pool is
-    too large for engines built with a large max_batch_size."""
+    for max_num_tokens stands in for it. The runtime buffers and the decoder, allocated before the KV cache is
+    sized (trtGptModelInflightBatching.cpp: createBuffers, then createDecoder, each printed as "[MemUsageChange]"),
+    are engine_buffers.py's, term by term from the stored C++ sources: per slot the logits and the decoder state
+    over max_seq_len, and batch x vocabulary for the penalty workspace, the sampling workspace's logits and the
+    top-p sort CUB sizes (about 9 copies of batch x vocabulary in float32). For the T05 log (max_batch_size 4,096,
+    max_seq_len 4,098, vocabulary 32,000) they come to 0.68 + 4.65 GiB against its printed 1.14 + 4.35: 5.32 of
+    5.49 GiB, 3% short in sum (tests/test_trtllm_engine_buffers.py). They are counted outside torch, beside the
+    CUDA context."""
 
     name = "tensorrt"
     rounding = "rounded up to whole blocks"
@@ -289,6 +306,9 @@ class TensorRtEngine:
         tokens = settings.max_num_batched_tokens or MAX_NUM_TOKENS
         return forward_activation_bytes(target.spec, target.deployment.tensor_parallel_size, tokens, 0,
                                         _element_bytes(target)), 0
+
+    def runtime_bytes(self, target: PlanInput, settings: EngineSettings, last: bool) -> int:
+        return engine_buffers.before_kv_bytes(engine_shape(target, settings, last))
 
     def available(self, total: int, used: int, fraction: float) -> int:
         return engine_available_bytes(total - used, fraction)
@@ -301,7 +321,7 @@ class TensorRtEngine:
         return pool_blocks(max_tokens(available, per_token, dep.max_total_tokens), tokens_per_block)
 
     def measured_after(self, settings: EngineSettings) -> str:
-        return "the TensorRT engine and its execution context (runtime buffers and decoder not modelled)"
+        return "the TensorRT engine, its execution context, the runtime buffers and the decoder"
 
     def fixed_pool_bytes(self, target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
         return 0  # kvplan prices the states for the PyTorch backend's CppMambaHybridCacheManager only (mamba.py)
@@ -379,10 +399,11 @@ class TensorRtLlm(PoolRules):
                      last: bool) -> Memory:
         dep, gpu, rules = target.deployment, target.gpu, backend(target)
         activation, graphs = rules.before_kv(target, settings, last)
+        outside_torch = CUDA_CONTEXT_BYTES + rules.runtime_bytes(target, settings, last)
         lora = device_cache_bytes(target.spec, dep, _element_bytes(target),
                                   gpu.memory_bytes - weights_bytes - CUDA_CONTEXT_BYTES)
         weights_bytes += lora  # the LoRA device cache is allocated before the KV cache is sized
-        used = weights_bytes + activation + graphs + CUDA_CONTEXT_BYTES
+        used = weights_bytes + activation + graphs + outside_torch
         fraction = as_float32(settings.gpu_memory_utilization or FREE_FRACTION)
         available = max(rules.available(gpu.memory_bytes, used, fraction), 0)
         if dep.kv_cache_memory_bytes is not None and gpu.memory_bytes == 0:
@@ -394,7 +415,7 @@ class TensorRtLlm(PoolRules):
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
-                      non_torch_bytes=CUDA_CONTEXT_BYTES, cuda_graph_bytes=graphs,
+                      non_torch_bytes=outside_torch, cuda_graph_bytes=graphs,
                       reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
 
     def kv_tensor_parallel(self, target: PlanInput) -> int:
