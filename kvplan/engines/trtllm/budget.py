@@ -292,11 +292,11 @@ class TensorRtEngine:
     for max_num_tokens stands in for it. The runtime buffers and the decoder, allocated before the KV cache is
     sized (trtGptModelInflightBatching.cpp: createBuffers, then createDecoder, each printed as "[MemUsageChange]"),
     are engine_buffers.py's, term by term from the stored C++ sources: per slot the logits and the decoder state
-    over max_seq_len, and batch x vocabulary for the penalty workspace, the sampling workspace's logits and the
-    top-p sort CUB sizes (about 9 copies of batch x vocabulary in float32). For the T05 log (max_batch_size 4,096,
-    max_seq_len 4,098, vocabulary 32,000) they come to 0.68 + 4.65 GiB against its printed 1.14 + 4.35: 5.32 of
-    5.49 GiB, 3% short in sum (tests/test_trtllm_engine_buffers.py). They are counted outside torch, beside the
-    CUDA context."""
+    over max_seq_len, and batch x vocabulary for the embedding bias, the penalty workspace, the sampling
+    workspace's logits and the top-k scratch. With the 2024 executor's DecoderBuffers they give the 2.66 + 5.76 GB
+    NVIDIA/TensorRT-LLM#1188 prints for a default build (max_batch_size 2,048); T05's 0.12 engine prints 5.49 GiB
+    against 3.32 derived (tests/test_trtllm_engine_buffers.py). They are counted outside torch, beside the CUDA
+    context."""
 
     name = "tensorrt"
     rounding = "rounded up to whole blocks"

@@ -10,8 +10,8 @@ sets one), N max_num_tokens, V the vocabulary padded to a multiple of the world 
 (runtime/modelConfig.h getVocabSizePadded), L the logits' bytes: the engine's "logits" tensor type, float32 unless
 the build says otherwise (tensorrt_llm/models/modeling_utils.py PretrainedConfig logits_dtype='float32').
 
-Not counted, because their sources were not read or their size is chosen at run time: BanWordsLayer's and
-StopCriteriaLayer's per-slot arguments (a few bytes a slot), the min-p layer of releases that add one to the
+Not counted, because their sources were not read or their size is chosen at run time: StopCriteriaLayer's
+per-slot arguments (a few bytes a slot), the min-p layer of releases that add one to the
 sampling layers, the guided decoder, the custom all-reduce workspace at TP > 1 (created before both prints), and
 the pool allocator's rounding of each cudaMallocAsync.
 """
@@ -25,6 +25,10 @@ from kvplan.units import cdiv
 ALIGN = 256  # CUB's AliasTemporaries and TensorRT-LLM's calcAlignedSize (common/memoryUtils.h) both align to 256 B
 TOP_K_MAX = 1024  # kernels/samplingTopKKernels.h: TopKSamplingLayer sizes its workspace for the largest k
 TOP_K_BLOCKS_PER_BEAM = 8  # getTopKWorkspaceSizes' maxBlockPerBeam
+AIR_BITS_PER_PASS = 11  # samplingAirTopPKernels.cu: BitsPerPass, 2^11 histogram buckets
+# sizeof(Counter<float, int, float>): two pointers and six 4-byte fields in the first 128 B, then filterCnt and
+# finishedBlockCnt each alignas(128) (samplingAirTopPKernels.cu)
+AIR_COUNTER = 3 * 128
 CURAND_STATE = 48  # sizeof(curandState_t), the XORWOW state
 INT32, FLOAT32, INT64, BOOL = 4, 4, 8, 1
 LOGITS_BYTES = 4
@@ -44,6 +48,7 @@ class EngineShape:
     hidden_size: int = 0  # for the hidden states a pipeline stage passes on
     element_bytes: int = 2  # the model's dtype
     logits_bytes: int = LOGITS_BYTES
+    decoder_buffers: bool = False  # the 2024 executor's DecoderBuffers in createBuffers (legacy_decoder_buffers)
 
     @property
     def vocab_padded(self) -> int:
@@ -68,14 +73,33 @@ def cub_sort_pairs_temp(items: int, key_bytes: int, value_bytes: int) -> int:
     return aligned_total(items * key_bytes, items * value_bytes)
 
 
-def top_p_workspace(batch: int, vocab: int, logit_bytes: int) -> int:
-    """getTopPWorkspaceSize (kernels/samplingTopPKernels.cu): the CUB sort of batch x vocab (probability, id) pairs,
-    the sorted probabilities, the sorted ids, the ids to sort, and two (batch + 1) offset arrays."""
+def cub_top_p_workspace(batch: int, vocab: int, logit_bytes: int) -> int:
+    """getTopPWorkspaceSize (kernels/samplingTopPKernels.cu), the sort-based top-p a TopPSamplingLayer built with
+    isAirTopP false runs: the CUB sort of batch x vocab (probability, id) pairs, the sorted probabilities, the
+    sorted ids, the ids to sort, and two (batch + 1) offset arrays."""
     items = batch * vocab
     sort = (cub_sort_pairs_temp(items, logit_bytes, INT32), items * logit_bytes, items * INT32, items * INT32,
             (batch + 1) * INT32, (batch + 1) * INT32)
     init = (batch * INT32, batch * FLOAT32, batch * FLOAT32, batch * FLOAT32, batch * INT32)
     return max(aligned_total(*sort), aligned_total(*init))
+
+
+def air_top_p_workspace(batch: int, vocab: int, logit_bytes: int) -> int:
+    """getAirTopPWorkspaceSize(batch, vocab, deterministic) (kernels/samplingAirTopPKernels.cu), the radix-select
+    top-p TopPSamplingLayer runs by default (layers/topPSamplingLayer.h: isAirTopP = true; SamplingLayer asks for
+    the deterministic one). Per slot: a Counter (AIR_COUNTER), a histogram of 2^11 buckets in uint64 for float
+    (uint32 for half), a count histogram of 2^11 int32, and two candidate buffers of values and int32 indices,
+    each calcBufLen long: vocab // ((2 + 2 x 4 / sizeof(T)) x 8), rounded up to 256."""
+    buckets = 1 << AIR_BITS_PER_PASS
+    histogram = 8 if logit_bytes == 4 else 4
+    buffer_len = aligned(vocab // ((2 + 2 * INT32 // logit_bytes) * 8))
+    return aligned_total(batch * AIR_COUNTER, batch * buckets * histogram, batch * buckets * INT32,
+                         *(batch * buffer_len * size for size in (logit_bytes, INT32, logit_bytes, INT32)))
+
+
+def top_p_workspace(batch: int, vocab: int, logit_bytes: int, air: bool = True) -> int:
+    """TopPSamplingLayer::allocateBuffer's workspace: the AIR top-p's by default, the CUB sort's without it."""
+    return (air_top_p_workspace if air else cub_top_p_workspace)(batch, vocab, logit_bytes)
 
 
 def top_k_workspace(batch: int, vocab: int, logit_bytes: int) -> int:
@@ -110,7 +134,19 @@ def runtime_buffers(shape: EngineShape) -> dict[str, int]:
     }
     if shape.pipeline_parallel > 1:
         terms["hidden_states"] = buffers * shape.max_num_tokens * shape.hidden_size * shape.element_bytes
+    if shape.decoder_buffers:
+        terms["decoder_buffers"] = legacy_decoder_buffers(shape)
     return terms
+
+
+def legacy_decoder_buffers(shape: EngineShape) -> int:
+    """The DecoderBuffers createBuffers still made in the 2024 sources (batch_manager/decoderBuffers.cpp, read_file id
+    5833106882; the 2025 sources split it into DecoderInputBuffers and host-only DecoderOutputBuffers and move the
+    cache indirection into DecoderState, for beam search only): the cache-indirection input and output [B, beam, W]
+    int32, the log-probabilities [B, beam, S] float32, and sequence lengths, new output tokens and cumulative
+    log-probabilities per slot."""
+    batch, window = shape.max_batch_size, shape.max_seq_len
+    return batch * (2 * window * INT32 + shape.max_seq_len * FLOAT32 + INT32 + INT32 + FLOAT32)
 
 
 def decoder_state(shape: EngineShape) -> dict[str, int]:
@@ -131,18 +167,20 @@ def decoder_state(shape: EngineShape) -> dict[str, int]:
 def sampling_layers(shape: EngineShape) -> dict[str, int]:
     """What GptDecoder's DynamicDecodeLayer (runtime/gptDecoder.cpp, layers/dynamicDecodeLayer.cpp) and its
     layers allocate for the TopKTopP mode, which turns on the penalties (executor DecodingMode::TopKTopP):
-    - penalty: PenaltyLayer's occurrence workspace, B x the unpadded vocabulary int32, and its own copy of the
-      logits [B, V] in the logits type, with five per-slot penalty arguments (layers/penaltyLayer.cpp);
+    - penalty: PenaltyLayer's occurrence workspace, B x the unpadded vocabulary int32, and five per-slot penalty
+      arguments; it writes the penalized logits into the workspace's runtime logits (layers/penaltyLayer.cpp of
+      the DecodingLayerWorkspace sources, read_file id 1126433407; earlier versions held a logits copy of their own);
     - workspace: DecodingLayerWorkspace (runtime/decodingLayerWorkspace.cpp): its runtime logits [B, V], batch
-      slots, curand states, and one scratch buffer of the largest layer workspace, the top-p sort's
-      (top_p_workspace) or top-k's (top_k_workspace), shared by the layers (getWorkspaceSize takes the max);
-    - per_slot: DynamicDecodeLayer's output and parent id pointers and zero parent ids, SamplingLayer's skip flags
-      and curand states, TopKSamplingLayer's k, p and skip flag, TopPSamplingLayer's six arguments and skip flag
-      (layers/samplingLayer.cpp, topKSamplingLayer.cpp, topPSamplingLayer.cpp)."""
+      slots, curand states, and one scratch buffer of the largest layer workspace, shared by the layers
+      (getWorkspaceSize takes the max): top-k's for k up to 1,024 (top_k_workspace) or the AIR top-p's;
+    - per_slot: DynamicDecodeLayer's output and parent id pointers and zero parent ids, BanWordsLayer's
+      no-repeat n-gram sizes, SamplingLayer's skip flags and curand states, TopKSamplingLayer's k, p and skip
+      flag, TopPSamplingLayer's six arguments and skip flag (layers/banWordsLayer.cpp, samplingLayer.cpp,
+      topKSamplingLayer.cpp, topPSamplingLayer.cpp)."""
     batch, vocab, logit = shape.max_batch_size, shape.vocab_padded, shape.logits_bytes
     scratch = max(top_p_workspace(batch, vocab, logit), top_k_workspace(batch, vocab, logit))
-    per_slot = (2 * INT64 + 2 * INT32) + (BOOL + CURAND_STATE) + (INT32 + FLOAT32 + BOOL) + (6 * INT32 + BOOL)
-    return {"penalty": batch * shape.vocab_size * INT32 + batch * vocab * logit + batch * 5 * FLOAT32,
+    per_slot = (2 * INT64 + 2 * INT32) + INT32 + (BOOL + CURAND_STATE) + (INT32 + FLOAT32 + BOOL) + (6 * INT32 + BOOL)
+    return {"penalty": batch * shape.vocab_size * INT32 + batch * 5 * FLOAT32,
             "workspace": batch * vocab * logit + batch * (INT32 + CURAND_STATE) + scratch,
             "per_slot": batch * per_slot}
 
