@@ -31,8 +31,8 @@ ESTIMATES = [
 ]
 OTHER_COMMANDS = ("kvplan.check", "kvplan.simulate", "kvplan.serve", "kvplan.verify", "kvplan.sizing",
                   "kvplan.explain", "kvplan.calibration")
-# the other engines' rules (a pasted launch line reads every engine's dialect to know whose launcher it is)
-OTHER_ENGINES = ("kvplan.engines.sglang.budget", "kvplan.engines.trtllm.budget", "kvplan.engines.simple.budget")
+# the other engines, their dialects too: `vllm serve` is found in vLLM's, the first the search loads
+OTHER_ENGINES = ("kvplan.engines.sglang", "kvplan.engines.trtllm", "kvplan.engines.simple")
 # lazy module -> what makes an estimate import it
 LAZY: dict[str, list[str]] = {
     "kvplan.models.hub": [],  # a model nothing local names

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kvplan import registry
@@ -38,8 +39,9 @@ REDIRECTION = re.compile(r"^(\d*>>?|&>|<)(&\d+)?\S*$")
 WRAPPERS = {"nohup": 1, "exec": 1, "time": 1, "env": 1, "sudo": 1, "uv": 2, "poetry": 2, "pipenv": 2}
 
 
-def dialects() -> list[Dialect]:
-    return [registry.dialect(name) for name in registry.names()]
+def dialects() -> Iterator[Dialect]:
+    """Every engine's dialect, each loaded when the search reaches it: `vllm serve` never loads SGLang's."""
+    return (registry.dialect(name) for name in registry.names())
 
 
 def image_dialect(reference: str) -> Dialect | None:
@@ -182,6 +184,8 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
 
 def _read_environment(draft: Draft, env: dict[str, str]) -> None:
     """Variables in front of the command: the engines' switches kvplan models, a note for the others."""
+    if not env:
+        return
     prefixes = (*SHARED_ENV_PREFIXES, *(d.env_prefix for d in dialects() if d.env_prefix))
     for name, value in env.items():
         knob_name = env_knobs().get(name)
