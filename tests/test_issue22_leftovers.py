@@ -102,3 +102,22 @@ def test_minimax_m3_is_planned_as_the_class_the_engines_register():
     other = resolve("MiniMaxAI/MiniMax-M2.5")
     assert other.architecture == "MiniMaxM2ForCausalLM"
     assert not any("registered by neither" in note for note in other.notes)
+
+
+def test_deepseek_v4_flash_total_is_llama_cpps_published_count():
+    # llama.cpp's /v1/models n_params for unsloth/DeepSeek-V4-Flash-GGUF (base deepseek-ai/DeepSeek-V4-Flash):
+    # 284,334,567,511 (erstmalreden/deepseek-v4-flash-ryzen-ai-max-395-experiment README.md; the Hub lists the same
+    # num_parameters for unsloth/DeepSeek-V4-Flash-0731-GGUF)
+    spec = resolve("deepseek-ai/DeepSeek-V4-Flash")
+    assert spec.params.total == 284_334_567_511
+    assert spec.params.exact
+
+
+def test_glm_5_2_total_is_its_safetensors_headers_text_model():
+    # zai-org/GLM-5.2@b4734de4, every shard header read (joshuahickscorp/hawking GLM52_LOGICAL_WEIGHT_LEDGER.json):
+    # 753,329,940,480 weights, of which the MTP layer (layer 78) holds 9,952,920,576; the text model kvplan counts
+    # (the MTP layer is a speculative draft's, counted only with one) is the rest
+    spec = resolve("zai-org/GLM-5.2")
+    assert spec.mtp_layers == 1
+    assert spec.params.total == 753_329_940_480 - 9_952_920_576 == 743_377_019_904
+    assert spec.params.exact

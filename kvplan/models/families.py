@@ -61,7 +61,14 @@ FAMILIES: dict[str, Family] = {
                   norms_per_layer=1, lm_head_bias=True, exact=True),
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
-    "deepseek_v4": Family(exact=True),  # 284.3B (Flash) and 1,573.0B (Pro) against the cards' 284B and 1.6T
+    # DeepSeek-V4-Flash: 284,334,567,511, the parameters llama.cpp reports for unsloth/DeepSeek-V4-Flash-GGUF
+    # (its /v1/models n_params, in erstmalreden/deepseek-v4-flash-ryzen-ai-max-395-experiment README.md); Pro's
+    # 1,572,999,528,803 against its card's 1.6T
+    "deepseek_v4": Family(exact=True),
+    # GLM-5.x (vLLM glm_moe_dsa): GLM-5.2's 743,377,019,904 is the text model of its safetensors headers at
+    # zai-org/GLM-5.2@b4734de4 (753,329,940,480 less the MTP layer's 9,952,920,576; joshuahickscorp/hawking
+    # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header)
+    "glm_moe_dsa": Family(exact=True),
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and
     # MiniMaxM3MoE's e_score_correction_bias (use_routing_bias, which its config sets)
     "minimax_m3": Family(qk_norm=True, expert_score_bias=True),
