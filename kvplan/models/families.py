@@ -69,6 +69,10 @@ FAMILIES: dict[str, Family] = {
     # zai-org/GLM-5.2@b4734de4 (753,329,940,480 less the MTP layer's 9,952,920,576; joshuahickscorp/hawking
     # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header)
     "glm_moe_dsa": Family(exact=True),
+    # Kimi-K3's text model (vLLM kimi_linear): 2,779,484,476,000 by hand (tests/test_kimi_k3_kda.py); with its
+    # tower, the Hub's moonshotai/Kimi-K3 total of 2,779,931,837,184 less the 69 x 32 A_log values the checkpoint
+    # pads past num_heads 96 (vLLM 0.33.0 models/kimi_k3/nvidia/kda.py builds A_log of num_heads, loads a slice)
+    "kimi_linear": Family(exact=True),
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and
     # MiniMaxM3MoE's e_score_correction_bias (use_routing_bias, which its config sets)
     "minimax_m3": Family(qk_norm=True, expert_score_bias=True),

@@ -388,9 +388,6 @@ def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
     exact = tower_params.count(top, vision, text_hidden)
     if exact is not None:
         return exact, True
-    derived = tower_params.derived(top, vision, text_hidden)
-    if derived is not None:
-        return derived, False
     # Kimi-K2.5 / K3's MoonViT names its sizes vt_* (vLLM 0.33.0 transformers_utils/configs/kimi_k3.py)
     hidden = vision.integer(("hidden_size", "embed_dim", "vt_hidden_size"))
     depth = vision.integer(("num_hidden_layers", "depth", "vt_num_hidden_layers"))

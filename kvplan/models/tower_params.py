@@ -48,11 +48,6 @@ def qwen3_vl(vision: ConfigFields, text_hidden: int) -> int:
             + deepstack * (2 * merged + mlp))
 
 
-TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
-    "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl,
-}
-
-
 def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
     """Kimi-K3's MoonViT-3D and projector, module by module as vLLM 0.33.0 builds them
     (model_executor/models/kimi_k25_vit.py MoonViT3dPretrainedModel, KimiK25MultiModalProjector; the vt_* names are
@@ -61,8 +56,9 @@ def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
     is a buffer); per block two norms (RMSNorm: a weight, LayerNorm: weight and bias), wqkv hidden -> 3 x
     qkv_hidden_size and wo back (biases by attn_bias), the two-layer MLP (biases by linear_bias); a final norm; the
     patchmergerv2 projector: merged = hidden x merge_kernel_size, merged -> merged -> text hidden without biases and
-    an RMSNorm of the text width. Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976. No published count of the tower
-    was reachable, so the total it joins stays approximate."""
+    an RMSNorm of the text width. Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976; with the text model's
+    2,779,484,476,000 that is the Hub's total for moonshotai/Kimi-K3 (2,779,931,837,184) but for the 2,208 A_log
+    values its checkpoint pads (69 KDA layers x 32) and vLLM does not build."""
     hidden, inner = vision.integer("vt_hidden_size"), vision.integer("vt_intermediate_size")
     qkv = vision.integer("qkv_hidden_size", hidden)
     patch, channels = vision.integer("patch_size"), vision.integer(("num_channels", "in_chans"), 3)
@@ -82,14 +78,10 @@ def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
     return patch_embed + positions + vision.integer("vt_num_hidden_layers") * block + norm + projector
 
 
-# Towers whose layout follows an engine's module but was checked against no published count (approximate totals)
-DERIVED: dict[str, Callable[[ConfigFields, int], int]] = {"kimi_k3": moonvit_3d}
 
-
-def derived(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | None:
-    """The tower's count where its wrapper's layout is read from an engine's module but not checked, else None."""
-    rule = DERIVED.get(top.text("model_type") or "")
-    return rule(vision, text_hidden) if rule else None
+TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
+    "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d,
+}
 
 
 def count(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | None:
