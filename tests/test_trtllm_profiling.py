@@ -184,7 +184,9 @@ def test_engine_backend_on_t08():
     assert plan.memory.activation_bytes == 515_899_392 and plan.memory.cuda_graph_bytes == 0
     assert plan.memory.non_torch_bytes == 654_982_512 + 257_443_647
     assert plan.capacity.tokens == 300_416
-    assert "the runtime buffers and the decoder" in plan.notes[-1]
+    assert "the runtime buffers and the decoder" in plan.notes[0]
+    assert plan.notes[-1].startswith("runtime buffers and decoder for max_batch_size 64 and max_seq_len 32,768: "
+                                     "0.24 GiB per rank")
 
 
 def test_engine_log_replays_take_the_engine_backend():
@@ -192,7 +194,7 @@ def test_engine_log_replays_take_the_engine_backend():
     # is the 300,416 tokens derived above (the engines' data/calibration.yaml holds the same settings)
     entry = next(entry for entry in engine_calibration.entries() if entry["id"] == "T08-1.5B")
     plan = engine_calibration.plan_from_scratch(entry)
-    assert plan.capacity.tokens == 300_416 and "TensorRT engine" in plan.notes[-1]
+    assert plan.capacity.tokens == 300_416 and "TensorRT engine" in plan.notes[0]
 
 
 def test_the_pytorch_backend_on_t08_adds_its_graphs():
@@ -212,7 +214,7 @@ def test_the_pytorch_backend_on_t08_adds_its_graphs():
 def test_backend_flag_selects_the_engine_path(flags, pasted):
     own = {"gpu": ("h100", "--gpu"), "engine": ("trtllm", "--engine"), "model": ("Qwen/Qwen2.5-7B", "--model")}
     plan = estimate_deployment(from_cli(own, flags, None, pasted, environ={}))
-    assert plan.memory.cuda_graph_bytes == 0 and "TensorRT engine" in plan.notes[-1]
+    assert plan.memory.cuda_graph_bytes == 0 and "TensorRT engine" in plan.notes[0]
 
 
 def test_backend_key_of_the_yaml_selects_the_engine_path(tmp_path: Path):
@@ -221,7 +223,7 @@ def test_backend_key_of_the_yaml_selects_the_engine_path(tmp_path: Path):
     dep = from_cli({"gpu": ("h100", "--gpu")}, [], None, ["trtllm-serve", "Qwen/Qwen2.5-7B", "--config",
                                                            str(config)], environ={})
     assert dep.backend == "tensorrt" and dep.where("backend") == f"{config}:1: backend"
-    assert "TensorRT engine" in estimate_deployment(dep).notes[-1]
+    assert "TensorRT engine" in estimate_deployment(dep).notes[0]
 
 
 def test_an_unknown_backend_is_one_line_naming_the_flag():

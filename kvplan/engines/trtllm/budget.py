@@ -445,6 +445,12 @@ class TensorRtLlm(PoolRules):
                          f"{dep.pipeline_parallel_size} + 1 requests, {states / GiB:.2f} GiB per rank, are taken "
                          "from the KV memory before any token (CppMambaHybridCacheManager's fixed cost, in the "
                          "reserve here): a smaller max_batch_size leaves more tokens")
+        buffers = rules.runtime_bytes(target, settings, True)
+        if buffers:
+            notes.append(f"runtime buffers and decoder for max_batch_size {settings.max_num_seqs or MAX_BATCH_SIZE} "
+                         f"and max_seq_len {settings.max_model_len:,}: {buffers / GiB:.2f} GiB per rank, allocated "
+                         "before the KV cache (logits, decoder state and sampling workspaces per request slot, "
+                         "engines/trtllm/engine_buffers.py): a smaller max_batch_size leaves more tokens")
         lora = device_cache_bytes(target.spec, dep, _element_bytes(target),
                                   target.gpu.memory_bytes - stages[-1].weights_bytes - CUDA_CONTEXT_BYTES)
         if lora:
