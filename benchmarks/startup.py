@@ -1,7 +1,8 @@
 """Median wall time of `kvplan estimate` on a bundled model against a bare `python -c pass`.
 Target: at most 0.10 s median on a 2-core machine. Prints figures; asserts nothing.
 
-`--instructions` counts instructions with valgrind instead (steady where wall time is not).
+`--instructions` counts instructions with valgrind instead (steady where wall time is not); `--where` splits one
+estimate's time into the CLI's import (typer and click), the classes dataclasses builds, and the rest.
 Bytecode is written and warmed up first, as on a user's machine (pip compiles an installed package); a
 PYTHONDONTWRITEBYTECODE in the environment would otherwise recompile every module on every run."""
 
@@ -64,11 +65,54 @@ def instructions(command: list[str]) -> int | None:
     return int(found.group(1).replace(",", "")) if found else None
 
 
+# Run in a child: typer's import timed on its own, then the estimate with dataclasses' class builder timed.
+WHERE = """
+import sys, time
+start = time.perf_counter()
+import typer
+cli = time.perf_counter() - start
+import dataclasses
+built = [0, 0.0]
+build = dataclasses._process_class
+def timed(cls, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return build(cls, *args, **kwargs)
+    finally:
+        built[0] += 1
+        built[1] += time.perf_counter() - start
+dataclasses._process_class = timed
+from kvplan.cli.app import main
+main({args!r})
+total = time.perf_counter() - start
+kvplan = sum(name.startswith("kvplan") for name in sys.modules)
+sys.stderr.write(f"WHERE {{total * 1000:.1f}} {{cli * 1000:.1f}} {{built[0]}} {{built[1] * 1000:.1f}} {{kvplan}}\\n")
+"""
+
+
+def where(command: list[str]) -> str:
+    """One estimate split three ways, each part's median over RUNS (after the interpreter's own start)."""
+    code = WHERE.format(args=command[3:])
+    rows = []
+    for _ in range(RUNS):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=ENV)
+        found = [line.split()[1:] for line in result.stderr.splitlines() if line.startswith("WHERE ")]
+        rows += found[:1]
+    total, cli, count, classes, modules = (statistics.median(float(row[i]) for row in rows) for i in range(5))
+    return (f"{total:6.1f} ms: typer, click and the stdlib they load {cli:5.1f}, {count:.0f} dataclasses built "
+            f"{classes:5.1f}, the rest {total - cli - classes:5.1f} ({modules:.0f} kvplan modules)")
+
+
 if __name__ == "__main__":
     if "--instructions" in sys.argv:
         for name, command in COMMANDS.items():
             count = instructions(command)
             print(f"{name:40s} {count / 1e6:8.1f} M instructions" if count else f"{name:40s} (no valgrind)")
+        sys.exit(0)
+    if "--where" in sys.argv:
+        for name, command in COMMANDS.items():
+            if "estimate" in name:
+                print(f"{name:40s} {where(command)}")
         sys.exit(0)
     console_script = shutil.which("kvplan")
     if console_script:
