@@ -42,7 +42,7 @@ def test_the_kuberay_llm_sample_is_read_at_its_own_lines():
     assert rules["KV001"].line == 15 and rules["KV001"].message.startswith("Qwen/Qwen2.5-7B-Instruct")
     assert rules["KV011"].line == 18 and "1,024 tokens" in rules["KV011"].message
     assert rules["KV003"].line == 19 and "--device" in rules["KV003"].message
-    assert rules["KV040"].line == 20 and rules["KV010"].message.endswith("of a 59.38 GiB budget; 41.86 GiB left "
+    assert rules["KV040"].line == 20 and rules["KV010"].message.endswith("of a 59.38 GiB budget; 41.41 GiB left "
                                                                          "for the KV cache")  # 0.75 x 79.18 GiB
     # the worker group's 4 GPUs serve up to 4 replicas of TP 1: a cluster's total is no replica's count
     assert "KV030" not in rules and rules["KV005"].message == "TP 1 x PP 1 x DP 1"

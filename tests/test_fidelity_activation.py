@@ -11,7 +11,8 @@ FIXED = int(0.12 * 2**30)  # the era's fixed term, 128,849,018 B
 
 
 def activation(**knobs) -> int:
-    dep = Deployment.from_mapping({"gpu": "h100", "engine_version": "0.29", **knobs})
+    # V1's sampler (VLLM_USE_V2_MODEL_RUNNER=0): V2's, the 0.29 default, is tests/test_vllm_sampler_v2.py's
+    dep = Deployment.from_mapping({"gpu": "h100", "engine_version": "0.29", "v2_model_runner": False, **knobs})
     return plan_deployment(load_model("meta-llama/Llama-3.1-8B-Instruct"), dep, gpu_choices(dep)[0]).memory.activation_bytes
 
 

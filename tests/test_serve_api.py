@@ -58,11 +58,11 @@ def test_get_estimate_is_the_cli_document(client, capsys, query, argv):
 
 def test_the_rtx3090_figures_by_hand(client):
     # Qwen2.5-7B, bf16, 16-token blocks: 2 x 28 layers x 4 KV heads x 128 head dim x 16 x 2 B = 917,504 B;
-    # README's 'What it prints' run: 6,856 blocks, 109,696 tokens, exit code 1 (131,072 tokens do not fit)
+    # README's 'What it prints' run: 6,723 blocks, 107,568 tokens, exit code 1 (131,072 tokens do not fit)
     response = client.get("/api/estimate", params={"model": QWEN, "gpu": "rtx3090"})
     plan = response.json()
     assert plan["kv"]["block_bytes"] == 2 * 28 * 4 * 128 * 16 * 2 == 917_504
-    assert plan["capacity"]["num_blocks"] == 6_856 and plan["capacity"]["tokens"] == 6_856 * 16 == 109_696
+    assert plan["capacity"]["num_blocks"] == 6_723 and plan["capacity"]["tokens"] == 6_723 * 16 == 107_568
     assert response.headers[EXIT_HEADER] == "1"
     assert plan["levers"][0]["flags"] == "--tensor-parallel-size 2"
 
@@ -74,9 +74,9 @@ def test_post_a_pasted_command_is_the_cli_document(client, capsys):
         response = client.post("/api/estimate", json=body)
         assert response.status_code == 200, response.text
         assert response.json() == expected
-    # README's pasted-command run: 141,535 blocks of 16 = 2,264,560 tokens (TP 2 on NVSwitch H100s: 2.17 GiB of
+    # README's pasted-command run: 140,484 blocks of 16 = 2,247,744 tokens (TP 2 on NVSwitch H100s: 2.17 GiB of
     # non-torch memory, kvplan/engines/vllm/interconnect.py)
-    assert expected["capacity"]["tokens"] == 141_535 * 16 == 2_264_560
+    assert expected["capacity"]["tokens"] == 140_484 * 16 == 2_247_744
     # the same command in a GET query, as a deep link carries it
     assert client.get("/api/estimate", params={"command": line, "gpu": "h100"}).json() == expected
 
@@ -237,6 +237,6 @@ def test_the_readme_curl_runs(client):
     assert json.loads(shown) == capacity
     body = json.loads(re.search(r"-d '(\{.*\})'", block).group(1))
     tokens = block.split("jq .capacity.tokens\n")[1].split("\n")[0]
-    assert client.post("/api/estimate", json=body).json()["capacity"]["tokens"] == int(tokens) == 2_264_560
+    assert client.post("/api/estimate", json=body).json()["capacity"]["tokens"] == int(tokens) == 2_247_744
     error = client.get(gets[1][1])
     assert error.status_code == 400 and error.json() == json.loads(block.strip().splitlines()[-1])

@@ -76,11 +76,11 @@ def test_a_terabyte_cap_verifies_the_pool_the_machine_holds(monkeypatch):
     available(monkeypatch, 64 * MiB)
     refusing_above(monkeypatch, 64 * MiB)  # were the cap lost, the 73.7 GB plan must not be written for real
     document = run_module.verify_rank(options(TiB))
-    # 32 MiB = 33,554,432 B // 196,608 B = 170 blocks (33,423,360 B); the plan (H100's 375,004 blocks) is scaled to them
+    # 32 MiB = 33,554,432 B // 196,608 B = 170 blocks (33,423,360 B); the plan (H100's 372,554 blocks) is scaled to them
     assert document["probe"]["max_blocks"] == 170
     assert document["allocated"] == {"num_blocks": 170, "pool_bytes": 170 * BLOCK, "fits": False, "ok": True}
     assert document["decode"]["ok"] and run_module.verified(document)
-    assert "the planned 375,004 blocks do not fit (the memory available); scaled to the 170 that do" in document["notes"]
+    assert "the planned 372,554 blocks do not fit (the memory available); scaled to the 170 that do" in document["notes"]
 
 
 def test_an_allocator_refusal_is_the_probe_result_not_a_traceback(monkeypatch, capsys):

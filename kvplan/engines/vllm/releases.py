@@ -14,6 +14,7 @@ from kvplan.engines.vllm.hybrid import (
     PLATFORM_ALIGNMENT_FROM,
 )
 from kvplan.engines.vllm.runner import ROCM_GRAPH_ESTIMATE_FROM, V2_DEFAULT_FROM, V2_PROFILES_NO_GRAPHS
+from kvplan.engines.vllm.sampler import V2_TWO_PASS_FROM, V2_UNPROCESSED_LOGITS_FROM
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
 
@@ -78,9 +79,10 @@ GB10_SMALL_TIER_FROM = (0, 33)
 # Read and not a term of its own (issue 18 section 2.12): vLLM 0.27.0 utils/mem_utils.py memory_profiling takes
 # the non-KV memory as total_consumed (the free memory lost since the worker's snapshot) + the transient peak headroom
 # (torch peak - allocated after the profile) instead of weights + non-torch increase + torch peak increase; both are
-# the weights, what grows outside torch and the profile's peak, so the v0.20+ era's terms stay. Model Runner V2 in
-# 0.33.0 runs its dummy sampler twice, the second time with warm-up sampling parameters
-# (v1/worker/gpu/model_runner.py _dummy_sampler_run); no V2 log prints its peak, so V1's calibrated sampler peak stands.
+# the weights, what grows outside torch and the profile's peak, so the v0.20+ era's terms stay, but what Model Runner
+# V2 allocates after the weights are measured (its penalty and grammar buffers) now counts. V2's profiling sampler,
+# its two passes in 0.33.0 included, is engines/vllm/sampler.py's V2_SAMPLERS (derived from the source: no V2 log
+# prints its peak).
 
 
 @dataclass(eq=False)
@@ -231,5 +233,11 @@ RELEASES = Releases("vLLM", COVERED, changes=(
                                      "v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory)"),
     Change(ROCM_GRAPH_ESTIMATE_FROM, "ROCm gets the CUDA-graph estimate too (0.26.0 v1/worker/gpu_worker.py: "
                                      "is_cuda_alike, 0.25.0 is_cuda)"),
+    Change(V2_UNPROCESSED_LOGITS_FROM, "Model Runner V2's dummy sampler keeps the logits in the model dtype (0.27.0 "
+                                       "v1/worker/gpu/sample/sampler.py), and memory_profiling counts its penalty and "
+                                       "grammar buffers (utils/mem_utils.py total_consumed)"),
+    Change(V2_TWO_PASS_FROM, "Model Runner V2's dummy sampler runs again with warm-up sampling parameters: "
+                             "FlashInfer's top-k / top-p on float32 logits (0.33.0 v1/worker/gpu/model_runner.py "
+                             "_dummy_sampler_run)"),
 ))
 

@@ -15,12 +15,20 @@ top-p (0.9), so TopKTopPSampler runs one of two paths (v1/sample/ops/topk_topp_s
   logits_copies).
 
 From v0.17 the Triton top-k / top-p kernel replaces the sort for 8 rows or more (the era "V1, v0.17"'s 3.79 copies).
+
+Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from kvplan.deployment import Deployment
-from kvplan.engines.vllm.releases import Era
+from kvplan.units import MiB
+
+if TYPE_CHECKING:  # releases.py lists this module's release boundaries
+    from kvplan.engines.vllm.releases import Era
 
 FLASHINFER_DEFAULT_UNTIL = (0, 12)  # 0.11.0 on by default, 0.12.0 opt-in (topk_topp_sampler.py)
 FLASHINFER_COPIES = 3.5  # bfloat16 logits 0.5 + float32 logits 1 + masked logits 1 + probabilities 1
@@ -38,3 +46,87 @@ def logits_copies(era: Era, dep: Deployment, release: tuple[int, int]) -> float:
     if era.v0 or release >= SORT_UNTIL or not flashinfer_sampler(dep, release):
         return era.logits_copies
     return FLASHINFER_COPIES
+
+
+GUMBEL_BLOCK = 1024  # v1/worker/gpu/sample/gumbel.py gumbel_sample: BLOCK_SIZE, one partial maximum per block
+
+
+@dataclass(frozen=True)
+class ProfileSampler:
+    """What the profiling run's dummy sampler holds at its peak: float32 copies of the batch's rows x vocab, the
+    small buffers beside them, and (Model Runner V2) the vocab-wide buffers kept for max_num_seqs requests."""
+
+    copies: float
+    gumbel: bool = False  # gumbel_sample's rows x ceil(vocab / 1024) int64 arg-maxima and float32 maxima
+    cached_bytes: int = 0  # FlashInfer's top_k_mask_logits row states (1 MiB, flashinfer 0.7.2 sampling.py)
+    held: bool = False  # V2's penalty and grammar buffers, counted in the non-KV memory (0.27+)
+
+    def peak_bytes(self, rows: int, vocab: int) -> float:
+        blocks = rows * -(-vocab // GUMBEL_BLOCK) * (8 + 4) if self.gumbel else 0
+        return self.copies * rows * vocab * 4 + blocks + (self.cached_bytes if rows else 0)
+
+    def held_bytes(self, max_num_seqs: int, vocab: int, logits_per_request: int) -> int:
+        """PenaltiesState's output_bin_counts (max_num_seqs x vocab int32) and prompt_bin_mask (max_num_seqs x
+        ceil(vocab / 32) int32), StructuredOutputsWorker's grammar_bitmask (max_num_seqs x logits per request x
+        ceil(vocab / 32) int32), all made in GPUModelRunner.load_model (v1/worker/gpu/sample/penalties.py,
+        structured_outputs.py; 0.29.0 and 0.33.0) after the weights are measured. From 0.27.0 memory_profiling
+        (utils/mem_utils.py) counts all the free memory lost since the worker's snapshot, so they leave the KV cache;
+        0.22-0.26 count weights + torch peak increase + non-torch only, which leaves them out."""
+        if not self.held:
+            return 0
+        words = -(-vocab // 32)
+        return max_num_seqs * (vocab + words + logits_per_request * words) * 4
+
+
+# Model Runner V2's _dummy_sampler_run (v1/worker/gpu/model_runner.py) samples compute_logits' rows x vocab in the
+# model dtype (0.5 of a float32 copy) for min(max_num_seqs, max_num_batched_tokens) dummy requests (InputBatch.
+# make_dummy), none of them added to the sampler, so every sampling parameter is at its default (SamplingStates:
+# temperature 0, top-k vocab, top-p 1): no top-k / top-p, and gumbel_sample over the logits.
+# - 0.22.0-0.26.0: Sampler.apply_sampling_params copies the logits to float32 regardless (sample/sampler.py): 1.5.
+# - 0.27.0-0.32.0: it returns them as they are when no request needs processing (0.27.0 _requires_logits_processing,
+#   0.28.0 needs_logits_processing; temperature 0 needs none): 0.5.
+# - 0.33.0: a second pass after every dummy request is given SamplingParams.for_sampler_warmup() (temperature 0.9,
+#   top-k 50, top-p 0.9, min-p, penalties, logit bias, bad words, 5 logprobs): the float32 copy (1) beside the
+#   logits (0.5); through FlashInfer (flashinfer_sampler_supported: CUDA, VLLM_USE_FLASHINFER_SAMPLER on, its
+#   default since 0.21.0 envs.py, FlashInferBackend.supports_compute_capability 8.0-12.1) flashinfer_sample with
+#   both a top-k and a top-p tensor calls top_k_top_p_sampling_from_logits (flashinfer 0.7.2.post1, the release's
+#   pin), whose top_k_mask_logits output (1) and softmax (1) are held together: 3.5; elsewhere
+#   apply_top_k_top_p_triton masks in place (its per-program buffer, at most one row per SM, is not counted:
+#   kvplan's catalogue holds no SM count) and gumbel_sample draws: 1.5. The logprobs that follow (compute_topk_scores
+#   over the raw logits beside the float32 copy) hold less. The first pass holds less than the second.
+# No V2 startup log that prints its peak is stored (the 0.22 / 0.23 logs run V1 or print no peak): nothing here is
+# fitted; every figure is read in the release's source.
+V2_UNPROCESSED_LOGITS_FROM = (0, 27)  # and memory_profiling's total_consumed: ProfileSampler.held_bytes
+V2_SAMPLERS = (  # (first release, sampler); 0.33's two passes are v2_sampler's
+    ((0, 22), ProfileSampler(1.5, gumbel=True)),
+    (V2_UNPROCESSED_LOGITS_FROM, ProfileSampler(0.5, gumbel=True, held=True)),
+)
+V2_TWO_PASS_FROM = (0, 33)
+V2_FLASHINFER_CAPABILITY = ((8, 0), (12, 1))  # 0.33.0 v1/attention/backends/flashinfer.py supports_compute_capability
+
+
+def v2_flashinfer(dep: Deployment, capability: str | None) -> bool:
+    """Whether V2's warm-up pass samples through FlashInfer (unknown GPUs are taken as CUDA ones it supports)."""
+    if dep.flashinfer_sampler is False:
+        return False
+    if not capability:
+        return True
+    major, _, minor = capability.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return False  # ROCm (gfx...): not CUDA
+    low, high = V2_FLASHINFER_CAPABILITY
+    return low <= (int(major), int(minor)) <= high
+
+
+def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
+    if release >= V2_TWO_PASS_FROM:
+        if v2_flashinfer(dep, capability):
+            return ProfileSampler(3.5, cached_bytes=MiB, held=True)
+        return ProfileSampler(1.5, gumbel=True, held=True)
+    return next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
+
+
+def profile_sampler(era: Era, dep: Deployment, release: tuple[int, int], v2: bool,
+                    capability: str | None) -> ProfileSampler:
+    """The dummy sampler of the runner the release picks (runner.py model_runner)."""
+    return v2_sampler(dep, release, capability) if v2 else ProfileSampler(logits_copies(era, dep, release))

@@ -1,0 +1,78 @@
+"""Model Runner V2's sampler in vLLM's profiling run (issue 18 section 2.12; kvplan/engines/vllm/sampler.py V2_SAMPLERS).
+
+Source, read in the release wheels: v1/worker/gpu/model_runner.py _dummy_sampler_run and sample/sampler.py
+(0.22.0, 0.26.0, 0.27.0, 0.29.0, 0.32.0, 0.33.0), sample/gumbel.py gumbel_sample, sample/penalties.py and
+structured_outputs.py (the buffers load_model makes), utils/mem_utils.py memory_profiling (0.26.0 / 0.27.0), and
+flashinfer 0.7.2.post1 sampling.py top_k_top_p_sampling_from_logits (0.33.0's pin). No V2 startup log printing its
+peak is stored, so every figure below is derived by hand from that source.
+
+Qwen3-8B (vocab 151,936, hidden 4,096, intermediate 12,288) on an H100 80GB (compute capability 9.0), kvplan's defaults
+there: 1,024 sequences, 8,192 batched tokens, so the dummy batch has min(1,024, 8,192) = 1,024 rows.
+  one float32 copy C = 1,024 x 151,936 x 4 = 622,329,856 B
+  gumbel_sample's partial maxima: 1,024 x ceil(151,936 / 1,024) = 149 blocks x (8 + 4) B = 1,830,912 B
+  the dummy forward (era "V1, v0.20+"): (3 x 8,192 x 4,096 + 3 x 8,192 x 12,288) x 2 = 805,306,368 B
+  the era's fixed int(0.12 GiB) = 128,849,018 B
+  V2's held buffers (0.27+): 1,024 x (151,936 + 4,748 + 1 x 4,748) x 4 = 661,225,472 B (output_bin_counts,
+    prompt_bin_mask, grammar_bitmask; ceil(151,936 / 32) = 4,748 words a row)
+The profile's peak is the larger of the forward and the sampler (peak_of_larger), the held buffers beside it:
+  V1 (0.29, 0.33):        int(3.79 x C) = 2,358,630,154 > forward; + fixed                     = 2,487,479,172 B
+  V2 0.22-0.26 (1.5 C):   933,494,784 + 1,830,912 = 935,325,696 > forward; + fixed              = 1,064,174,714 B
+  V2 0.27-0.32 (0.5 C):   311,164,928 + 1,830,912 = 312,995,840 < forward: 805,306,368 + fixed + held
+                                                                                                = 1,595,380,858 B
+  V2 0.33, FlashInfer:    3.5 C + 1 MiB row states = 2,178,154,496 + 1,048,576 = 2,179,203,072; + fixed + held
+                                                                                                = 2,969,277,562 B
+  V2 0.33, no FlashInfer: 1.5 C + gumbel = 935,325,696; + fixed + held                          = 1,725,400,186 B
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kvplan.calibration.vllm import deployment
+from kvplan.deployment import Deployment
+from kvplan.engines import plan_deployment
+from kvplan.engines.vllm.sampler import v2_flashinfer
+from kvplan.models.sources import resolve
+
+V1 = 2_487_479_172
+V2_FP32_COPY, V2_NO_PROCESSING, V2_TWO_PASS_FLASHINFER, V2_TWO_PASS_TRITON = (
+    1_064_174_714, 1_595_380_858, 2_969_277_562, 1_725_400_186)
+
+
+def activation(version: str, gpu: str = "h100", **knobs: object) -> tuple[str, int]:
+    entry = {"gpu": gpu, "version": version, "utilization": 0.9, "model": "Qwen/Qwen3-8B", "max_model_len": 8192}
+    dep, choice = deployment(entry)
+    plan = plan_deployment(resolve(entry["model"]), replace(dep, **knobs), choice)
+    assert (plan.engine.max_num_seqs, plan.engine.max_num_batched_tokens) == (1024, 8192)
+    return plan.engine.model_runner, plan.rank_zero_memory.activation_bytes
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_v1_keeps_its_calibrated_sampler(version):
+    assert activation(version, v2_model_runner=False) == ("V1", V1)
+
+
+@pytest.mark.parametrize("version", ["0.22.0", "0.26.0"])
+def test_v2_copies_the_logits_to_float32_through_026(version):
+    assert activation(version) == ("V2", V2_FP32_COPY)
+
+
+@pytest.mark.parametrize("version", ["0.27.0", "0.29.0", "0.32.0"])
+def test_v2_samples_the_model_dtype_logits_from_027(version):
+    assert activation(version) == ("V2", V2_NO_PROCESSING)
+
+
+def test_v2_two_pass_sampler_in_033():
+    assert activation("0.33.0") == ("V2", V2_TWO_PASS_FLASHINFER)
+    assert activation("0.33.0", flashinfer_sampler=False) == ("V2", V2_TWO_PASS_TRITON)
+
+
+def test_flashinfer_takes_compute_capability_8_0_to_12_1_on_cuda():
+    # 0.33.0 flashinfer_sampler_supported: CUDA only (ROCm's gfx archs are not), and FlashInferBackend's
+    # supports_compute_capability: 8.0 <= capability <= 12.1 (SM75 left out for flashinfer issue 3620)
+    dep = Deployment.from_mapping({"gpu": "h100"})
+    taken = {capability: v2_flashinfer(dep, capability) for capability in ("7.5", "8.0", "9.0", "12.1", "gfx942")}
+    assert taken == {"7.5": False, "8.0": True, "9.0": True, "12.1": True, "gfx942": False}
+    assert not v2_flashinfer(replace(dep, flashinfer_sampler=False), "9.0")
