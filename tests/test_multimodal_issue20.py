@@ -4,6 +4,8 @@ maximum sizes, checked against vLLM 0.23.0's gemma-4-31b-it log (engine-calibrat
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvplan.calibration import engines as calibration
@@ -31,17 +33,22 @@ def test_gemma4_31b_log_encoder_budget_and_items():
     # of the maximum feature size" (limit_mm_per_prompt {'image': 4}, video left at 999). By hand (vLLM 0.23.0
     # gemma4_mm.py): an image 280 soft tokens; a video 32 frames x (70 soft + 8 text) = 2,496 tokens, the larger;
     # budget max(8,192 batched tokens, 2,496) = 8,192; items min(8,192 // 2,496 = 3, 20 seqs x min(999,
-    # 32,768 // 2,496 = 13)) = 3. Held through the decoder's dummy run: 3 x 32 x 70 embeddings x 5,376 x 2 B.
+    # 32,768 // 2,496 = 13)) = 3. Held through the decoder's dummy run (profile_run keeps batched_dummy_mm_inputs
+    # and the encoder outputs): each dummy frame is 224 x 224 (Gemma4DummyInputsBuilder), which
+    # _compute_num_soft_tokens scales by sqrt(630 / 14^2) to floor(401.6 / 48) x 48 = 384 a side, 24 x 24 = 576
+    # patches, 64 soft tokens (not the 70 the budget counts); its pixel_values are padded to 70 x 3^2 = 630 patches
+    # of 16^2 x 3 values in bfloat16, its positions 630 x 2 int64. Per video 32 x (64 x 5,376 x 2 + 630 x 768 x 2
+    # + 630 x 16) = 53,308,416 B, for 3 videos 159,925,248.
     plan = calibration.vllm_plan(Y13)
     assert plan.engine.encoder_cache_tokens == Y13["encoder_budget_tokens"] == 8192
-    assert plan.memory.encoder_bytes == 3 * 32 * 70 * 5376 * 2 == 72_253_440
+    assert plan.memory.encoder_bytes == 3 * 32 * (64 * 5376 * 2 + 630 * 768 * 2 + 630 * 16) == 159_925_248
     assert any("3 video item(s) of 2,496 tokens" in note for note in plan.notes)
 
 
 def test_gemma4_31b_log_pool_replay_and_from_scratch():
     # From the logged 28.41 GiB the pool gives the log's 97,541 tokens and 2.98x; from scratch (the inferred
-    # RTX PRO 6000, weights counted from the config) 98,798 tokens, 1.3 % above the log (weights 58.46 GiB
-    # against the logged 58.99, CUDA graphs 0.37 against 0.13).
+    # RTX PRO 6000, weights counted from the config) 98,521 tokens, 1.0 % above the log (weights 58.46 GiB
+    # against the logged 58.99, CUDA graphs 0.37 against 0.13; the peak and non-torch memory 1.749 against 1.742).
     replay = calibration.pool_replay(Y13)
     assert replay.closes and replay.low.tokens <= 97_541 <= replay.high.tokens
     tokens = calibration.vllm_plan(Y13).capacity.tokens
@@ -57,10 +64,15 @@ def test_text_only_run_has_no_encoder_profile():
     assert off.engine.encoder_cache_tokens is None and off.memory.encoder_bytes == 0
     assert also_off.memory.activation_bytes == off.memory.activation_bytes
     # images on: 12,845,056 max pixels / (14 x 2)^2 = 16,384 merged patches (128 x 128), one item; its
-    # 16,384 embeddings of 3,584 x 2 B stay in the encoder cache: 117,440,512 B more peak, less KV.
+    # 16,384 embeddings of 3,584 x 2 B stay in the encoder cache: 117,440,512 B more peak, less KV. Model Runner
+    # V2 (0.33.0's default) drops the item's inputs when the encoder returns (gpu/mm/encoder_runner.py).
     assert images.engine.encoder_cache_tokens == 16384
     assert images.memory.encoder_bytes == 16384 * 3584 * 2 == 117_440_512
     assert images.memory.activation_bytes - off.memory.activation_bytes == 117_440_512
+    # V1 keeps them through the decoder's run too (gpu_model_runner.py profile_run's batched_dummy_mm_inputs):
+    # its pixel_values, 16,384 x 2^2 patches of 3 x 2 x 14^2 values in bfloat16, 154,140,672 B more.
+    v1 = _plan("Qwen/Qwen2.5-VL-7B-Instruct", limit_mm_per_prompt={"video": 0}, v2_model_runner=False)
+    assert v1.memory.encoder_bytes == 117_440_512 + 16384 * 4 * 1176 * 2 == 271_581_184
     assert images.capacity.tokens < off.capacity.tokens
 
 
@@ -84,17 +96,23 @@ def test_max_pixels_from_mm_processor_kwargs():
 def test_qwen3_vl_image_with_deepstack_width():
     # Qwen3-VL: 16,777,216 longest edge / (16 x 2)^2 = 16,384 tokens; the video processor's 25,165,824 / 2
     # frames / 1,024 = 12,288, smaller: one image. Its embeddings carry 3 deepstack levels beside the output:
-    # 4,096 x (1 + 3) wide.
+    # 4,096 x (1 + 3) wide. Under V1 its pixel_values stay too: 4 patches a token of 3 x 2 x 16^2 bfloat16 values.
     plan = _plan("Qwen/Qwen3-VL-8B-Instruct")
     assert plan.engine.encoder_cache_tokens == 16384
     assert plan.memory.encoder_bytes == 16384 * 4096 * 4 * 2
+    v1 = _plan("Qwen/Qwen3-VL-8B-Instruct", v2_model_runner=False)
+    assert v1.memory.encoder_bytes == 16384 * 4096 * 4 * 2 + 16384 * 4 * 1536 * 2 == 738_197_504
 
 
 def test_gemma3_images_of_256_tokens():
-    # gemma3_mm.py: 256 soft tokens an image; budget 8,192 holds 32, under 1,024 seqs x 32 per prompt.
+    # gemma3_mm.py: 256 soft tokens an image; budget 8,192 holds 32, under 1,024 seqs x 32 per prompt. Under
+    # V1 each dummy's 896 x 896 image (get_image_size_with_most_features without pan-and-scan) stays on the GPU
+    # too: 3 x 896^2 pixel_values in bfloat16 beside its 256 embeddings (num_patches stays on the CPU).
     plan = _plan("google/gemma-3-27b-it")
     assert plan.engine.encoder_cache_tokens == 8192
     assert plan.memory.encoder_bytes == 32 * 256 * 5376 * 2
+    v1 = _plan("google/gemma-3-27b-it", v2_model_runner=False)
+    assert v1.memory.encoder_bytes == 32 * (256 * 5376 * 2 + 3 * 896 * 896 * 2) == 242_221_056
 
 
 def test_bad_limit_is_one_line_error():
@@ -161,10 +179,12 @@ def test_bidirectional_vision_needs_one_item_in_the_batch():
     entry = {**Y13, "max_num_batched_tokens": 2048}
     with pytest.raises(KvplanError, match=r"max_tokens_per_mm_item \(2496\) is larger than max_num_batched_tokens"):
         calibration.vllm_plan(entry)
-    # with videos off the largest item is a 280-token image: 2,048 // 280 = 7 images
+    # with videos off the largest item is a 280-token image: 2,048 // 280 = 7 images. Each 224 x 224 dummy is
+    # scaled by sqrt(2,520 / 14^2) to floor(803.2 / 48) x 48 = 768 a side, 48^2 = 2,304 patches, 256 soft tokens,
+    # its patches padded to 280 x 9 = 2,520 (768 bfloat16 values and 2 int64 positions each).
     plan = calibration.vllm_plan({**entry, "limit_mm_per_prompt": {"image": 4, "video": 0}})
     assert plan.engine.encoder_cache_tokens == 2048
-    assert plan.memory.encoder_bytes == 7 * 280 * 5376 * 2
+    assert plan.memory.encoder_bytes == 7 * (256 * 5376 * 2 + 2520 * 768 * 2 + 2520 * 16) == 46_644_864
     # Qwen2.5-VL attends causally: its 16,384-token image is chunked into a 2,048-token batch
     qwen = _plan("Qwen/Qwen2.5-VL-7B-Instruct", max_num_batched_tokens=2048, limit_mm_per_prompt={"video": 0})
     assert qwen.engine.encoder_cache_tokens == 16384
@@ -178,14 +198,15 @@ def test_llama4_image_of_sixteen_tiles_and_the_global_one():
     plan = _plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", tensor_parallel_size=4)
     assert plan.engine.encoder_cache_tokens == 8192
     assert plan.memory.encoder_bytes == 3 * 17 * 144 * 5120 * 2
+    # under V1 each image's 17 tiles of 3 x 336^2 pixel values in bfloat16 (Llama4ImageProcessor) stay too
+    v1 = _plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", tensor_parallel_size=4, v2_model_runner=False)
+    assert v1.memory.encoder_bytes == 3 * (17 * 144 * 5120 * 2 + 17 * 3 * 336 * 336 * 2) == 109_748_736
     assert any("3 image item(s) of 2,448 tokens" in note for note in plan.notes)
 
 
 def test_explain_checks_the_logged_encoder_budget():
     # Y13's own lines (tests/fixtures/explain/SOURCES.md): explain replays its 28.41 GiB and sets kvplan's encoder
     # budget (8,192: the 2,496-token video under 8,192 batched tokens) against the logged 8192.
-    from pathlib import Path
-
     from kvplan.explain import explain
 
     log = Path(__file__).parent / "fixtures" / "explain" / "gemma-4-31b-it-rtxpro6000-v0.23-y13.log"
@@ -206,3 +227,85 @@ def test_encoder_tp_mode_data_keeps_the_tower_whole_on_each_rank():
     gemma = _plan("google/gemma-3-27b-it", tensor_parallel_size=2, mm_encoder_tp_mode="data")
     assert gemma.memory.weights_bytes == _plan("google/gemma-3-27b-it", tensor_parallel_size=2).memory.weights_bytes
     assert any("falls back to 'weights'" in note for note in gemma.notes)
+
+
+def test_gemma4_tower_peak_by_hand():
+    # The tower's own run (gemma4_mm.py _process_video_input with transformers' Gemma4VisionModel): Y13's 3 videos
+    # are 96 frames of 630 patches. _encoder_chunk: min(free // 2, total // 10) = 101,973,261,025 // 10 (the
+    # weights leave more than twice that free) // (630 x 4 x 10,240 x 8 = 206,438,400) = 49 frames a chunk, so
+    # chunks of 49 and 47. A frame in a chunk holds at an encoder layer's MLP: its patch embeddings, the residual
+    # and the normed stream (3 x 630 x 1,152 x 2 B), gelu(gate), up and their product (3 x 630 x 4,304 x 2 B), its
+    # 630 x 630 bool mask and cos / sin (2 x 630 x 72 x 2 B): 21,202,020 B. The second chunk also keeps the first
+    # one's last hidden states (49 x 630 x 1,152 x 2 B), and the batch's inputs (3 x 32 x (630 x 768 x 2 + 630 x
+    # 16) B) stay throughout: 1,161,484,380 B, under the decoder's run with its held bytes, which sets the peak.
+    per_frame = 3 * 630 * 1152 * 2 + 3 * 630 * 4304 * 2 + 630 * 630 + 2 * 630 * 72 * 2
+    inputs = 3 * 32 * (630 * 768 * 2 + 630 * 16)
+    assert per_frame == 21_202_020 and inputs == 93_864_960
+    tower = inputs + 49 * 630 * 1152 * 2 + 47 * per_frame
+    assert tower == 1_161_484_380 > inputs + 49 * per_frame
+    plan = calibration.vllm_plan(Y13)
+    assert any("the tower's own run peaks at 1.08 GiB" in note for note in plan.notes)
+    assert plan.memory.activation_bytes > tower
+    # Y13's implied peak plus non-torch memory: 0.94 x 94.97 GiB less the logged 58.99 (weights), 0.13 (CUDA
+    # graphs) and 28.41 (KV) GiB = 1.742 GiB, each logged figure +-0.005. kvplan: 1.749 GiB (it was 1.668 with
+    # the 70-token outputs alone, before the inputs were counted).
+    implied = plan.memory.budget_bytes - (58.99 + 0.13 + 28.41) * GiB
+    assert abs(plan.memory.activation_bytes + plan.memory.non_torch_bytes - implied) < 0.015 * GiB
+    # At 2,048 batched tokens with videos off the decoder's run is smaller than the tower's: 7 images of 2,520
+    # patches go through in one chunk (825,753,600 B a frame of one-hot budget, 12 fit): 7 x (3 x 2,520 x 1,152
+    # x 2 + 3 x 2,520 x 4,304 x 2 + 2,520^2 + 2 x 2,520 x 72 x 2) + 7 x (2,520 x 768 x 2 + 2,520 x 16) B.
+    small = calibration.vllm_plan({**Y13, "max_num_batched_tokens": 2048,
+                                   "limit_mm_per_prompt": {"image": 4, "video": 0}})
+    image = 3 * 2520 * 1152 * 2 + 3 * 2520 * 4304 * 2 + 2520 * 2520 + 2 * 2520 * 72 * 2
+    assert small.memory.activation_bytes == 7 * image + 7 * (2520 * 768 * 2 + 2520 * 16) == 654_373_440
+
+
+def test_tower_and_encoder_profile_per_pipeline_stage():
+    # Qwen2.5-VL-7B at PP 2 on H100s. Every stage builds the whole wrapper model (make_layers splits only the
+    # decoder layers); interfaces.py _mark_tower_model (0.33.0) skips the tower on stages after the first under
+    # Model Runner V2, which profiles the encoder on the first stage only (gpu/model_runner.py profile_run);
+    # V1 builds it and profiles it on every stage. The tower: 676,550,144 parameters x 2 B = 1,353,100,288 B.
+    tower = 676_550_144 * 2
+    v2 = _plan("Qwen/Qwen2.5-VL-7B-Instruct", pipeline_parallel_size=2)
+    v1 = _plan("Qwen/Qwen2.5-VL-7B-Instruct", pipeline_parallel_size=2, v2_model_runner=False)
+    (v2_first, v2_second), (v1_first, v1_second) = v2.stage_memories, v1.stage_memories
+    assert v1_first.weights_bytes == v2_first.weights_bytes
+    assert v1_second.weights_bytes - v2_second.weights_bytes == tower == 1_353_100_288
+    # the encoder's held bytes: V2's first stage the 32,768-token video's outputs (32,768 x 3,584 x 2 B), its
+    # second none; V1's both stages, with the inputs (32,768 x 2^2 patches x 1,176 values x 2 B)
+    assert (v2_first.encoder_bytes, v2_second.encoder_bytes) == (32768 * 3584 * 2, 0)
+    assert v1_first.encoder_bytes == v1_second.encoder_bytes == 32768 * 3584 * 2 + 32768 * 4 * 1176 * 2
+    # every modality at 0: no stage builds it
+    off = _plan("Qwen/Qwen2.5-VL-7B-Instruct", pipeline_parallel_size=2, v2_model_runner=False,
+                limit_mm_per_prompt={"image": 0, "video": 0})
+    assert v1_first.weights_bytes - off.stage_memories[0].weights_bytes == tower
+    assert off.stage_memories[1].weights_bytes == v2_second.weights_bytes
+    # --mm-encoder-tp-mode data at TP 2 under V1: each rank of both stages holds the whole tower, 1,353,100,288 -
+    # 1,353,100,288 // 2 = 676,550,144 B more than the TP split
+    split = _plan("Qwen/Qwen2.5-VL-7B-Instruct", pipeline_parallel_size=2, tensor_parallel_size=2,
+                  v2_model_runner=False)
+    data = _plan("Qwen/Qwen2.5-VL-7B-Instruct", pipeline_parallel_size=2, tensor_parallel_size=2,
+                 v2_model_runner=False, mm_encoder_tp_mode="data")
+    pairs = zip(data.stage_memories, split.stage_memories, strict=True)
+    assert [whole.weights_bytes - part.weights_bytes for whole, part in pairs] == [676_550_144, 676_550_144]
+
+
+def test_gemma4_audio_items(tmp_path):
+    # A Gemma 4 with an audio tower (audio_config beside the vision one): gemma4_mm.py get_mm_max_tokens_per_item
+    # gives audio the processor's audio_seq_length, 750 (transformers processing_gemma4.py Gemma4Processor's
+    # default; the released processor_config.json keeps 750, as stored copies of it show, e.g. read_file id
+    # 58406411679). With videos off audio (750) outranks an image (280): budget max(8,192, 750) = 8,192, items
+    # min(8,192 // 750 = 10, 20 seqs x min(999, 32,768 // 750)) = 10. The dummy audio is fft_length = 512 samples
+    # (_dummy_audio_num_samples): (512 + 160 - 321) // 160 + 1 = 3 mel frames, two stride-2 convolutions leave 1
+    # token; held under V1: 10 x (1 x 5,376 x 2 + 3 x 128 mel bins x 2 B + a 3-frame bool mask).
+    import json
+
+    config = json.loads((Path(calibration.MODELS) / "gemma-4-31b-it.json").read_text(encoding="utf-8"))
+    config["audio_config"] = {"model_type": "gemma4_audio", "hidden_size": 1024, "num_hidden_layers": 12,
+                              "num_attention_heads": 8, "output_proj_dims": 1536}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    plan = calibration.vllm_plan({**Y13, "config": str(path), "limit_mm_per_prompt": {"image": 4, "video": 0}})
+    assert plan.engine.encoder_cache_tokens == 8192
+    assert any("10 audio item(s) of 750 tokens" in note for note in plan.notes)
+    assert plan.memory.encoder_bytes == 10 * (5376 * 2 + 3 * 128 * 2 + 3) == 115_230

@@ -4,7 +4,7 @@ and GPU, settle the engine's settings, prepare the stages, take each stage's bud
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kvplan.capacity import concurrency
 from kvplan.deployment import Deployment
@@ -16,6 +16,7 @@ from kvplan.units import GiB
 
 if TYPE_CHECKING:
     from kvplan.capacity import PoolLayout, SplitPools
+    from kvplan.engines.common import Stage
     from kvplan.models.layers import Layer
 
 # The CUDA context, outside torch, taken before SGLang measures its "free before load" and counted in TensorRT-LLM's
@@ -77,6 +78,10 @@ class PoolRules:
     def unified(self, target: PlanInput, settings: EngineSettings) -> bool:
         """Whether every attention layer caches every token in one group (no sliding or chunked savings)."""
         return False
+
+    def stage_facts(self, stage: Stage) -> dict[str, Any]:
+        """What else of the pipeline stage the engine's stage_memory takes, as keyword arguments (none)."""
+        return {}
 
     def served_layers(self, target: PlanInput, settings: EngineSettings, layers: list[Layer],
                       model_bytes: int) -> list[Layer]:
@@ -180,7 +185,7 @@ def _plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.engines import common
     settings = engine.settings(target)
     prepared = common.prepare(target, flat_pool=engine.flat_pool, settings=settings, rules=pool_rules(engine))
-    memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
-                for stage in prepared.stages]
+    memories = [engine.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last,
+                                    **pool_rules(engine).stage_facts(stage)) for stage in prepared.stages]
     return common.build_plan(target, settings, prepared, memories, engine.notes(target, settings),
                              pool_rules(engine))

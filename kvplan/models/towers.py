@@ -23,6 +23,11 @@ class VisionTower:
     output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
     has_audio: bool
     bidirectional: bool  # text_config use_bidirectional_attention "vision": image tokens attend both ways (Gemma 4)
+    hidden_size: int = 0  # the tower's own width, its MLP's and one head's (0 where the config leaves them out)
+    intermediate_size: int = 0
+    head_dim: int = 0
+    position_embedding_size: int = 0  # rows of a learned 2-D position table (Gemma 4), 0 where none
+    channels: int = 3  # colour channels of a patch
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -42,7 +47,12 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         shuffle_factor=_shuffle_factor(vision),
         image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
         output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None,
-        bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision")
+        bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision",
+        hidden_size=vision.optional_int(("hidden_size", "embed_dim")) or 0,
+        intermediate_size=vision.optional_int("intermediate_size") or 0,
+        head_dim=vision.optional_int("head_dim") or 0,
+        position_embedding_size=vision.optional_int("position_embedding_size") or 0,
+        channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3))
 
 
 def _shuffle_factor(vision: ConfigFields) -> int:

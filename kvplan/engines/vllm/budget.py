@@ -5,11 +5,13 @@ further batch size captured), per rank; blocks are the floor per rank and the mi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
+from kvplan.engines.common import Stage
 from kvplan.engines.vllm.blocks import kv_block_size
 from kvplan.engines.vllm.deepseek_v4 import served_kv_cache_dtype
 from kvplan.engines.vllm.hybrid import (
@@ -22,7 +24,13 @@ from kvplan.engines.vllm.hybrid import (
 from kvplan.engines.vllm.interconnect import tp_growth
 from kvplan.engines.vllm.kv_offload import cpu_tier
 from kvplan.engines.vllm.lora import lora_slots
-from kvplan.engines.vllm.multimodal import EncoderProfile, encoder_profile, tower_replicated, tower_skipped
+from kvplan.engines.vllm.multimodal import (
+    EncoderProfile,
+    encoder_profile,
+    stage_tower_bytes,
+    tower_replicated,
+    tower_skipped,
+)
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
@@ -42,7 +50,7 @@ from kvplan.engines.vllm.releases import (
     release_of,
 )
 from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles_graphs, runner_notes
-from kvplan.engines.vllm.sampler import ProfileSampler, profile_sampler
+from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.compressed_attention import has_compressed_attention
@@ -140,8 +148,9 @@ def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
 
 
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int,
-                     sampler: ProfileSampler | None = None) -> int:
-    logits = (sampler or ProfileSampler(era.logits_copies)).peak_bytes(min(max_num_seqs, mnbt), spec.vocab_size)
+                     logits_copies: float | None = None) -> int:
+    logits = (era.logits_copies if logits_copies is None else logits_copies) * min(max_num_seqs, mnbt) * \
+        spec.vocab_size * 4
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
     mlp_width = spec.intermediate_size
     moe = 0.0
@@ -325,9 +334,13 @@ class Vllm(PoolRules):
             encoder_cache_tokens=None if era.v0 or spec.tower is None else _budget_of(encoder_profile(
                 spec, dep, max_model_len, seqs, tokens, dtype_bytes(common.model_dtype(spec, dep, gpu)[0]))))
 
+    def stage_facts(self, stage: Stage) -> dict[str, Any]:
+        return {"first": stage.first}  # the vision tower and its encoder profile (multimodal.stage_tower_bytes)
+
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
-                     last: bool) -> Memory:
+                     last: bool, first: bool = True) -> Memory:
         spec, dep, gpu = target.spec, target.deployment, target.gpu
+        v2 = settings.model_runner == "V2"
         era = era_of(settings.version or LATEST)
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
         lora = lora_slots(spec, dep, common.model_dtype(spec, dep, gpu)[0])
@@ -335,18 +348,18 @@ class Vllm(PoolRules):
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
             weights_bytes -= moved.moved_bytes if moved else 0
-            weights_bytes += replicated_tower_bytes(target) - skipped_tower_bytes(target)
+            weights_bytes += stage_tower_bytes(spec, dep, _tower_bytes(target), first, v2)
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-        sampler = profile_sampler(era, dep, _release(settings), settings.model_runner == "V2", gpu.compute_capability)
-        seqs = (settings.max_num_seqs or 0) if last else 0
-        act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler)
-        act += sampler.held_bytes(seqs, spec.vocab_size, 1 + common.speculative_tokens(dep))
+        act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
+                               settings.max_num_batched_tokens or settings.max_model_len,
+                               sampler_copies(era, dep, _release(settings)))
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
-        encoder = encoder_of(target, settings)
-        act += encoder.held_bytes if encoder else 0
+        # V1 profiles the encoder on every stage; V2 on the first only (gpu/model_runner.py profile_run, 0.33.0)
+        encoder = encoder_of(target, settings, gpu.memory_bytes - weights_bytes) if first or not v2 else None
+        act = encoder.peak(act) if encoder else act
         growth = tp_growth(dep, gpu, _release(settings), spec.hidden_size,
                            dtype_bytes(common.model_dtype(spec, dep, gpu)[0]),
                            settings.max_num_batched_tokens or settings.max_model_len)
@@ -507,14 +520,16 @@ class Vllm(PoolRules):
         return notes
 
 
-def encoder_of(target: PlanInput, settings: EngineSettings) -> EncoderProfile | None:
-    """The multimodal encoder's profiling (engines/vllm/multimodal.py), for the V1 engine's releases."""
+def encoder_of(target: PlanInput, settings: EngineSettings, free_bytes: int | None = None) -> EncoderProfile | None:
+    """The multimodal encoder's profiling (engines/vllm/multimodal.py), for the V1 engine's releases; free_bytes:
+    what the weights leave of the GPU when the tower runs."""
     spec, dep = target.spec, target.deployment
     if era_of(settings.version or LATEST).v0 or spec.tower is None:
         return None
     return encoder_profile(spec, dep, settings.max_model_len, settings.max_num_seqs or 1,
                            settings.max_num_batched_tokens or settings.max_model_len,
-                           dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
+                           dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]), target.gpu.memory_bytes,
+                           free_bytes, settings.model_runner == "V2")
 
 
 def _tower_bytes(target: PlanInput) -> int:
@@ -523,18 +538,17 @@ def _tower_bytes(target: PlanInput) -> int:
 
 
 def replicated_tower_bytes(target: PlanInput) -> int:
-    """What --mm-encoder-tp-mode data adds to a rank of a single stage: the tower's other TP shares."""
+    """What --mm-encoder-tp-mode data adds to a rank of the first stage: the tower's other TP shares."""
     dep = target.deployment
-    if dep.pipeline_parallel_size > 1 or not tower_replicated(target.spec, dep):
+    if not tower_replicated(target.spec, dep):
         return 0
     return _tower_bytes(target) - _tower_bytes(target) // dep.tensor_parallel_size
 
 
 def skipped_tower_bytes(target: PlanInput) -> int:
-    """The vision tower's bytes on one rank of the first stage where vLLM does not build it (one stage only:
-    with pipeline stages the tower stays counted)."""
+    """The vision tower's bytes on one rank of the first stage where vLLM does not build it."""
     spec, dep = target.spec, target.deployment
-    if dep.pipeline_parallel_size > 1 or not tower_skipped(spec, dep):
+    if not tower_skipped(spec, dep):
         return 0
     return _tower_bytes(target) // dep.tensor_parallel_size
 

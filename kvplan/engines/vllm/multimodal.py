@@ -9,9 +9,11 @@ max_num_batched_tokens (SchedulerConfig's max_num_encoder_input_tokens and encod
 item. profile_run (v1/worker/gpu_model_runner.py) then encodes the modality with the most tokens per item (ties
 to the later name in 0.23.0 and 0.33.0; 0.11.0's v1/worker/utils.py took the first, image), as many items as
 _get_max_items allows: budget // tokens per item, at most max_num_seqs x the items one prompt holds (its limit,
-and max_model_len // tokens per item, at least 1), at least 1; and it keeps their outputs in the encoder cache while
-the decoder's dummy run measures its own peak, so they add to it. The tower's own transient runs before that and is
-freed; it is not modelled (the note says so)."""
+and max_model_len // tokens per item, at least 1), at least 1. Through the decoder's dummy run it keeps the items'
+outputs in the encoder cache and their inputs on the GPU (its batched_dummy_mm_inputs, floating tensors in the model
+dtype: multimodal/processing/context.py _postprocess_output), so both add to the decoder's peak. The tower's own run
+comes first and is freed; the profiled peak is the larger of the two phases (torch's allocated peak over the whole
+profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4 only."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from kvplan.models.towers import VisionTower
 from kvplan.units import GiB
 
 UNNAMED_LIMIT = 999  # config/multimodal.py get_limit_per_prompt: a modality --limit-mm-per-prompt leaves out
-DUMMY_SIZE_KEYS = ("num_frames", "width", "height")  # a modality's dummy-item options beside its count
+DUMMY_SIZE_KEYS = ("num_frames", "width", "height", "length")  # a modality's dummy-item options beside its count
 MAX_PIXELS = 2**32  # a 65,536 x 65,536 image; kvplan refuses more rather than search a grid that large
 
 
@@ -40,10 +42,16 @@ def scoped(kwargs: dict[str, Any], scope: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Item:
-    """One modality's largest item: the tokens it takes in the prompt and the embeddings the encoder returns."""
+    """One modality's largest item: the tokens it takes in the prompt, the embeddings the encoder returns for the
+    profile's dummy item, and that item's inputs on the GPU: floating values (in the model dtype) and integer bytes.
+    frames x patches is what the tower encodes, one sequence of patches (padding included) a frame."""
 
     tokens: int
     embeds: int
+    pixels: int = 0
+    index_bytes: int = 0
+    frames: int = 1
+    patches: int = 0
 
 
 class Processor:
@@ -61,6 +69,11 @@ class Processor:
               max_model_len: int) -> dict[str, Item]:
         raise NotImplementedError
 
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None) -> int:
+        """The tower's own peak while it encodes the profile's batch (inputs included); 0 where not derived."""
+        return 0
+
 
 class Gemma3(Processor):
     """model_executor/models/gemma3_mm.py: images only, mm_tokens_per_image soft tokens each (Gemma3Config's
@@ -74,19 +87,27 @@ class Gemma3(Processor):
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         tokens = tower.tokens_per_image or 256
-        return {"image": Item(tokens, tokens)}
+        # the dummy is one native-size image (get_image_size_with_most_features); num_patches stays on the CPU
+        return {"image": Item(tokens, tokens, tower.channels * tower.image_size ** 2)}
 
 
 GEMMA4_SOFT_TOKENS = (70, 140, 280, 560, 1120)  # gemma4_mm.py _SUPPORTED_SOFT_TOKENS
 GEMMA4_FRAME_TOKENS = 70  # _VIDEO_MAX_SOFT_TOKENS: soft tokens per video frame
 GEMMA4_FRAME_TEXT = 2 + 6  # boi, eoi and about six timestamp tokens around each frame
 GEMMA4_FRAMES = 32  # _VIDEO_MAX_FRAMES
+GEMMA4_DUMMY_SIDE = 224  # Gemma4DummyInputsBuilder: the image processor has no size, so 224 x 224 dummies
+INDEX = 8  # one int64 value
+GEMMA4_AUDIO_TOKENS = 750  # transformers processing_gemma4.py Gemma4Processor audio_seq_length
+GEMMA4_AUDIO_RATE, GEMMA4_AUDIO_SAMPLES, GEMMA4_MEL_BINS = 16_000, 512, 128  # feature_extraction_gemma4.py defaults
 
 
 class Gemma4(Processor):
     """model_executor/models/gemma4_mm.py get_mm_max_tokens_per_item: an image takes default_output_length soft
     tokens (or mm_processor_kwargs max_soft_tokens, one of 70...1120); a video 32 frames (fewer where
-    limit_mm_per_prompt's video num_frames says so) of 70 soft tokens and 8 text tokens each."""
+    limit_mm_per_prompt's video num_frames says so) of 70 soft tokens and 8 text tokens each. The dummy items are
+    224 x 224 (a smaller width / height in limit_mm_per_prompt wins), which _compute_num_soft_tokens gives fewer
+    soft tokens than the maximum (64 a frame, 256 an image); their patches are padded to soft tokens x
+    pooling_kernel_size^2 (transformers Gemma4ImageProcessor), with int64 (x, y) positions beside them."""
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         return tower.bidirectional  # Gemma4ModelArchConfigConvertor: use_bidirectional_attention "vision"
@@ -99,8 +120,74 @@ class Gemma4(Processor):
         frames = GEMMA4_FRAMES
         if isinstance(video, dict) and isinstance(video.get("num_frames"), int):
             frames = min(frames, video["num_frames"])
-        return {"image": Item(image, image),
-                "video": Item(frames * (GEMMA4_FRAME_TOKENS + GEMMA4_FRAME_TEXT), frames * GEMMA4_FRAME_TOKENS)}
+        items = {"image": self._item(tower, image, 1, image, limits.get("image")),
+                 "video": self._item(tower, GEMMA4_FRAME_TOKENS, frames,
+                                     frames * (GEMMA4_FRAME_TOKENS + GEMMA4_FRAME_TEXT), video)}
+        if tower.has_audio:
+            items["audio"] = self._audio(kwargs, limits.get("audio"))
+        return items
+
+    @staticmethod
+    def _audio(kwargs: dict[str, Any], dummy: Any) -> Item:
+        """An audio item takes the processor's audio_seq_length tokens (get_mm_max_tokens_per_item; transformers
+        Gemma4Processor's default 750, which the released processor_config.json keeps), while the dummy is
+        fft_length = 2^ceil(log2(320)) = 512 samples of 16 kHz (_dummy_audio_num_samples; Gemma4AudioFeatureExtractor),
+        a shorter length in limit_mm_per_prompt winning: its mel frames and the tokens two stride-2 convolutions
+        leave of them (_compute_audio_num_tokens), with 128 mel bins a frame and a bool mask beside them."""
+        tokens = kwargs.get("audio_seq_length", GEMMA4_AUDIO_TOKENS)
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+            raise KvplanError(f"audio_seq_length must be a positive integer, got {tokens!r:.40}",
+                              "--mm-processor-kwargs")
+        length = GEMMA4_AUDIO_SAMPLES
+        if isinstance(dummy, dict) and isinstance(dummy.get("length"), int) and dummy["length"] > 0:
+            length = min(length, dummy["length"])
+        frame, hop = GEMMA4_AUDIO_RATE * 20 // 1000, GEMMA4_AUDIO_RATE * 10 // 1000
+        frames = max(0, (length + frame // 2 - (frame + 1)) // hop + 1)
+        embeds = frames
+        for _ in range(2):
+            embeds = (embeds + 2 - 3) // 2 + 1 if embeds > 0 else 0
+        return Item(tokens, min(embeds, tokens), frames * GEMMA4_MEL_BINS, frames)
+
+    @staticmethod
+    def _item(tower: VisionTower, soft: int, frames: int, tokens: int, dummy: Any) -> Item:
+        side = GEMMA4_DUMMY_SIDE
+        width = min(side, dummy.get("width") or side) if isinstance(dummy, dict) else side
+        height = min(side, dummy.get("height") or side) if isinstance(dummy, dict) else side
+        pool = tower.pooling_kernel_size
+        patches = soft * pool * pool
+        # _compute_num_soft_tokens: the largest grid of patch x pool sides that keeps the aspect within the patches
+        unit, scale = tower.patch_size * pool, math.sqrt(patches / ((height / tower.patch_size) *
+                                                                   (width / tower.patch_size)))
+        sides = [max(unit, math.floor(length * scale / unit) * unit) for length in (height, width)]
+        embeds = min(sides[0] // tower.patch_size * (sides[1] // tower.patch_size) // pool ** 2, soft)
+        values = tower.channels * tower.patch_size ** 2
+        return Item(tokens, frames * embeds, frames * patches * values, frames * patches * 2 * INDEX, frames, patches)
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None) -> int:
+        """gemma4_mm.py _process_image_input / _process_video_input with transformers' Gemma4VisionModel (5.10 to
+        5.18; its F.embedding position lookup, not the F.one_hot that _encoder_chunk budgets for). The frames go
+        through the tower in chunks of min(free // 2, total // 10) // (patches x 4 x position_embedding_size x 8)
+        (_encoder_chunk). Inside a chunk of c frames of S patches the largest moment is an encoder layer's MLP:
+        the residual stream, its pre-feed-forward norm, and gelu(gate), up and their product (3 x intermediate)
+        at once, beside the chunk's patch embeddings (held by the caller), its S x S bool attention mask and the
+        cos / sin tables of head_dim each, all in the model dtype; earlier chunks' last hidden states (S x hidden
+        a frame) stay for the pooler, and the whole batch's inputs stay throughout."""
+        if not (tower.hidden_size and tower.intermediate_size and tower.position_embedding_size and item.patches):
+            return 0
+        frames, patches = batch * item.frames, item.patches
+        limit = total_bytes // 10 if free_bytes is None else min(free_bytes // 2, total_bytes // 10)
+        chunk = min(frames, max(1, limit // (patches * 4 * tower.position_embedding_size * 8)))
+        inputs = batch * (item.pixels * dtype_bytes + item.index_bytes)
+        hidden = patches * tower.hidden_size * dtype_bytes
+        per_frame = (3 * hidden + 3 * patches * tower.intermediate_size * dtype_bytes + patches * patches
+                     + 2 * patches * (tower.head_dim or tower.hidden_size) * dtype_bytes)
+        done, peak = 0, 0
+        while done < frames:
+            size = min(chunk, frames - done)
+            peak = max(peak, inputs + done * hidden + size * per_frame)
+            done += size
+        return peak
 
 
 LLAMA4_MAX_PATCHES = 16  # Llama4ImageProcessor max_patches (the checkpoints' preprocessor_config.json)
@@ -121,8 +208,9 @@ class Llama4(Processor):
         if not isinstance(tiles, int) or isinstance(tiles, bool) or tiles < 1:
             raise KvplanError(f"max_patches must be a positive integer, got {tiles!r:.40}", "--mm-processor-kwargs")
         per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
-        tokens = (tiles + (1 if tiles > 1 else 0)) * per_tile
-        return {"image": Item(tokens, tokens)}
+        tiles += 1 if tiles > 1 else 0
+        # pixel_values: one image_size square a tile (patches_per_image and aspect_ratios stay on the CPU)
+        return {"image": Item(tiles * per_tile, tiles * per_tile, tiles * tower.channels * tower.image_size ** 2)}
 
 
 QWEN2_VL_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO
@@ -186,7 +274,11 @@ class QwenVL(Processor):
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         image, video = self.image_tokens(tower, kwargs), self.video_tokens(tower, kwargs, max_model_len)
-        return {"image": Item(image, image), "video": Item(video, video)}
+        # pixel_values(_videos): merge^2 patches a token, channels x temporal_patch_size x patch^2 values a patch
+        # (transformers Qwen2VLImageProcessor); image_grid_thw / video_grid_thw stay on the CPU
+        patch = (tower.merge_size or QWEN_MERGE) ** 2 * tower.channels * (
+            tower.temporal_patch_size or QWEN_TEMPORAL) * tower.patch_size ** 2
+        return {"image": Item(image, image, image * patch), "video": Item(video, video, video * patch)}
 
 
 class Qwen3VL(QwenVL):
@@ -218,8 +310,9 @@ PROCESSORS: dict[str, Processor] = {
 
 @dataclass(frozen=True)
 class EncoderProfile:
-    """What vLLM's encoder profiling does on one rank: the budget it logs, the items it encodes, and the encoder
-    outputs it holds through the decoder's dummy run (bytes added to the profiled peak)."""
+    """What vLLM's encoder profiling does on one rank: the budget it logs, the items it encodes, the encoder
+    outputs and inputs it holds through the decoder's dummy run (held_bytes), and the tower's own peak before it
+    (tower_bytes, inputs included; 0 where not derived)."""
 
     budget: int
     modality: str
@@ -227,14 +320,22 @@ class EncoderProfile:
     tokens_per_item: int
     held_bytes: int
     skipped: bool  # --skip-mm-profiling: the budget stands, nothing is encoded
+    tower_bytes: int = 0
+
+    def peak(self, decoder_bytes: int) -> int:
+        """The profiled peak: the decoder's run with the held bytes, or the tower's run where that is larger."""
+        return max(decoder_bytes + self.held_bytes, self.tower_bytes)
 
     def note(self) -> str:
         if self.skipped:
             return (f"multimodal encoder: cache budget {self.budget:,} tokens; --skip-mm-profiling: no encoder run "
                     "in the profile (the peak is the text model's)")
+        tower = (f"the tower's own run peaks at {self.tower_bytes / GiB:.2f} GiB" if self.tower_bytes
+                 else "the tower's own run is not modelled for this family")
         return (f"multimodal encoder: cache budget {self.budget:,} tokens, profiled with {self.items} {self.modality} "
-                f"item(s) of {self.tokens_per_item:,} tokens; their outputs add {self.held_bytes / GiB:.2f} GiB to "
-                "the profiled peak (vLLM 0.33.0 profile_run; the tower's own transient is not modelled)")
+                f"item(s) of {self.tokens_per_item:,} tokens; their outputs (and under Model Runner V1 their inputs) "
+                f"add {self.held_bytes / GiB:.2f} GiB to the decoder's profiled peak; {tower} (vLLM 0.33.0 "
+                "profile_run)")
 
 
 def limits(dep: Deployment) -> dict[str, Any]:
@@ -280,9 +381,26 @@ def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
     return all(count(given, m, bool(dep.language_model_only)) == 0 for m in modalities)
 
 
+def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first: bool, v2: bool) -> int:
+    """What one rank of a pipeline stage holds of the vision tower beyond common.stage_weights' share (the
+    tower split over TP on the first stage). Each stage builds the whole wrapper model, make_layers
+    (model_executor/models/utils.py) splitting only the decoder layers, and interfaces.py _mark_tower_model
+    (0.33.0) skips the tower on every stage where all its modalities are off, and under Model Runner V2 on the
+    stages after the first (V2 encodes on the first stage only); 0.23.0's V1 builds it on every stage.
+    --mm-encoder-tp-mode data keeps it whole on each rank that builds it."""
+    share = tower_bytes // dep.tensor_parallel_size
+    built = not tower_skipped(spec, dep) and (first or not v2)
+    held = tower_bytes if tower_replicated(spec, dep) else share
+    return (held if built else 0) - (share if first else 0)
+
+
 def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_num_seqs: int,
-                    max_num_batched_tokens: int, dtype_bytes: int) -> EncoderProfile | None:
-    """None for a text model, a family whose processor is not modelled, or every modality turned off."""
+                    max_num_batched_tokens: int, dtype_bytes: int, total_bytes: int = 0,
+                    free_bytes: int | None = None, v2: bool = False) -> EncoderProfile | None:
+    """None for a text model, a family whose processor is not modelled, or every modality turned off. total_bytes
+    and free_bytes: the GPU's memory and what is free when the tower runs (None: more than a fifth of it). v2:
+    Model Runner V2, whose encoder_runner.py execute_mm_encoder moves the inputs to the GPU and drops them on
+    return, so only the outputs are held through the decoder's run."""
     processor = PROCESSORS.get(spec.architecture)
     if spec.tower is None or processor is None:
         return None
@@ -302,6 +420,9 @@ def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_nu
     seqs = max_num_seqs if dep.enable_chunked_prefill is not False else min(
         max_num_seqs, max_num_batched_tokens // item.tokens)
     batch = max(1, min(budget // item.tokens, seqs * per_prompt))
-    held = batch * item.embeds * spec.tower.output_width * dtype_bytes
-    skipped = bool(dep.skip_mm_profiling)
-    return EncoderProfile(budget, modality, batch, item.tokens, 0 if skipped else held, skipped)
+    inputs = 0 if v2 else item.pixels * dtype_bytes + item.index_bytes
+    held = batch * (item.embeds * spec.tower.output_width * dtype_bytes + inputs)
+    if dep.skip_mm_profiling:
+        return EncoderProfile(budget, modality, batch, item.tokens, 0, True)
+    return EncoderProfile(budget, modality, batch, item.tokens, held, False,
+                          processor.tower_peak(spec.tower, item, batch, dtype_bytes, total_bytes, free_bytes))
