@@ -50,7 +50,7 @@ from kvplan.engines.vllm.releases import (
     release_of,
 )
 from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles_graphs, runner_notes
-from kvplan.engines.vllm.sampler import logits_copies as sampler_copies
+from kvplan.engines.vllm.sampler import ProfileSampler, profile_sampler
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.compressed_attention import has_compressed_attention
@@ -148,9 +148,8 @@ def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
 
 
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int,
-                     logits_copies: float | None = None) -> int:
-    logits = (era.logits_copies if logits_copies is None else logits_copies) * min(max_num_seqs, mnbt) * \
-        spec.vocab_size * 4
+                     sampler: ProfileSampler | None = None) -> int:
+    logits = (sampler or ProfileSampler(era.logits_copies)).peak_bytes(min(max_num_seqs, mnbt), spec.vocab_size)
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
     mlp_width = spec.intermediate_size
     moe = 0.0
@@ -352,9 +351,10 @@ class Vllm(PoolRules):
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-        act = activation_bytes(era, spec, tp, (settings.max_num_seqs or 0) if last else 0,
-                               settings.max_num_batched_tokens or settings.max_model_len,
-                               sampler_copies(era, dep, _release(settings)))
+        sampler = profile_sampler(era, dep, _release(settings), settings.model_runner == "V2", gpu.compute_capability)
+        seqs = (settings.max_num_seqs or 0) if last else 0
+        act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler)
+        act += sampler.held_bytes(seqs, spec.vocab_size, 1 + common.speculative_tokens(dep))
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
         # V1 profiles the encoder on every stage; V2 on the first only (gpu/model_runner.py profile_run, 0.33.0)
