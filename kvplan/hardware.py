@@ -93,6 +93,14 @@ def _prefixed(key: str) -> list[Gpu]:
             if key and any(_normalize(n).startswith(key) for n in (gpu.id, gpu.name, *gpu.aliases))]
 
 
+def derived_memory_note(gpu: Gpu) -> str | None:
+    """A plan note for a catalogue total that no runtime printed (memory_precision "derived")."""
+    if gpu.memory_precision != "derived":
+        return None
+    return (f"{gpu.name}: its {gpu.memory_bytes / 2**30:.2f} GiB total is derived from another figure, not observed "
+            "(kvplan gpus --json gives how)")
+
+
 def mig_slice(gpu: Gpu, piece: MigSlice) -> Gpu:
     """A MIG slice as a GPU of its own: the parent's compute capability and FP8, the slice's memory. Bandwidth and
     TFLOPS are left out: the slice has a share of them that no cited figure gives."""

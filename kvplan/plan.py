@@ -20,6 +20,7 @@ class GpuChoice:
     count: int
     compute_capability: str | None = None  # CUDA's "9.0", or the vendor's architecture (gfx942); None: unknown
     fp8: bool = True  # supports FP8 compute; unknown devices are not held back
+    memory_note: str | None = None  # why the total is not an observed figure, for a catalogue entry marked derived
 
     @property
     def compute_major(self) -> int | None:

@@ -212,6 +212,7 @@ def build_plan(target: PlanInput, settings: EngineSettings, prepared: Prepared, 
     spec, dep, gpu = target.spec, target.deployment, target.gpu
     rules = rules or PoolRules()
     notes = list(dep.notes) + list(target.notes) + prepared.notes + notes
+    notes += [gpu.memory_note] if gpu.memory_note else []
     mnbt = settings.in_flight_tokens or settings.max_num_batched_tokens or settings.max_model_len
     kv_tp = rules.kv_tensor_parallel(target)
     block_size = rules.pool_block_size(target, settings, [layer for stage in prepared.stages for layer in stage.layers],
