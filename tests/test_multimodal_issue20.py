@@ -4,6 +4,7 @@ maximum sizes, checked against vLLM 0.23.0's gemma-4-31b-it log (engine-calibrat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,45 @@ def test_gemma4_audio_items(tmp_path):
     assert plan.engine.encoder_cache_tokens == 8192
     assert any("10 audio item(s) of 750 tokens" in note for note in plan.notes)
     assert plan.memory.encoder_bytes == 10 * (5376 * 2 + 3 * 128 * 2 + 3) == 115_230
+
+
+def _internvl(tmp_path, text_type: str):
+    # an InternVL config written here in InternVL3-8B's shape (InternViT 448 px, patch 14, downsample 0.5, up to 12
+    # dynamic tiles with a thumbnail; the Hub is unreachable, so the file is not the published one)
+    import json
+
+    config = {"architectures": ["InternVLChatModel"], "model_type": "internvl_chat", "downsample_ratio": 0.5,
+              "dynamic_image_size": True, "use_thumbnail": True, "max_dynamic_patch": 12, "min_dynamic_patch": 1,
+              "llm_config": {"architectures": ["Qwen2ForCausalLM"], "model_type": text_type, "hidden_size": 3584,
+                             "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+                             "num_key_value_heads": 4, "vocab_size": 151674, "max_position_embeddings": 32768,
+                             "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False},
+              "vision_config": {"model_type": "intern_vit_6b", "hidden_size": 1024, "intermediate_size": 4096,
+                                "num_hidden_layers": 24, "num_attention_heads": 16, "image_size": 448,
+                                "patch_size": 14, "num_channels": 3}}
+    path = tmp_path / text_type / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return str(path)
+
+
+def test_internvl_video_follows_the_text_models_tokenizer(tmp_path):
+    # internvl.py (0.33.0): a tile is (448 / 14)^2 x 0.5^2 = 256 tokens; an image at most 12 tiles and the
+    # thumbnail, 13 x 256 = 3,328. ctx_video_token: a qwen2 text model's tokenizer carries <|video_pad|> (Qwen2's
+    # added tokens, id 151656: stored copies, e.g. read_file id 4456779189), so video is on: frames of one tile as
+    # many as 32,768 tokens hold beside one image, (32,768 - 3,328) // 256 = 115, 29,440 tokens, the larger item:
+    # budget 29,440, one video, its 29,440 embeddings x 3,584 x 2 B held (V2; V1 adds 115 x 3 x 448^2 x 2 B).
+    qwen = Deployment(engine="vllm", engine_version="0.33.0", gpu="h100", max_model_len=32768)
+    gpu = find_gpu("h100")
+    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1, gpu.compute_capability, gpu.fp8)
+    plan = plan_deployment(resolve(_internvl(tmp_path, "qwen2")), qwen, choice)
+    assert plan.engine.encoder_cache_tokens == 29440
+    assert any("1 video item(s) of 29,440 tokens" in note for note in plan.notes)
+    assert plan.memory.encoder_bytes == 29440 * 3584 * 2 == 211_025_920
+    v1 = plan_deployment(resolve(_internvl(tmp_path, "qwen3")), replace(qwen, v2_model_runner=False), choice)
+    assert v1.memory.encoder_bytes == 211_025_920 + 115 * 3 * 448 * 448 * 2
+    # the same config with an internlm2 text model: no video token is looked up, images only; 8,192 batched
+    # tokens hold 2 of 3,328
+    internlm = plan_deployment(resolve(_internvl(tmp_path, "internlm2")), qwen, choice)
+    assert internlm.engine.encoder_cache_tokens == 8192
+    assert internlm.memory.encoder_bytes == 2 * 3328 * 3584 * 2

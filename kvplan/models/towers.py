@@ -28,6 +28,8 @@ class VisionTower:
     head_dim: int = 0
     position_embedding_size: int = 0  # rows of a learned 2-D position table (Gemma 4), 0 where none
     channels: int = 3  # colour channels of a patch
+    tiles: int = 1  # the most tiles an image is cut into, a thumbnail included (InternVL)
+    text_type: str = ""  # the language model's model_type
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -44,7 +46,7 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         patch_size=vision.integer("patch_size", 14), merge_size=vision.optional_int("spatial_merge_size") or 0,
         temporal_patch_size=vision.optional_int("temporal_patch_size") or 0,
         pooling_kernel_size=vision.optional_int("pooling_kernel_size") or 1,
-        shuffle_factor=_shuffle_factor(vision),
+        shuffle_factor=_shuffle_factor(vision, top),
         image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
         output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None,
         bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision",
@@ -52,13 +54,32 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         intermediate_size=vision.optional_int("intermediate_size") or 0,
         head_dim=vision.optional_int("head_dim") or 0,
         position_embedding_size=vision.optional_int("position_embedding_size") or 0,
-        channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3))
+        channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiles=_tiles(top),
+        text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "")
 
 
-def _shuffle_factor(vision: ConfigFields) -> int:
-    ratio = vision.number("pixel_shuffle_ratio")
+def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:
+    source, key = (vision, "pixel_shuffle_ratio") if vision.number("pixel_shuffle_ratio") is not None else (
+        top, "downsample_ratio")  # InternVL's pixel shuffle sits beside the configs
+    ratio = source.number(key)
     if ratio is None:
         return 1
     if not 0 < ratio <= 1:
-        raise vision.fail("pixel_shuffle_ratio", f"must be in (0, 1], got {ratio:g}")
+        raise source.fail(key, f"must be in (0, 1], got {ratio:g}")
     return round(1 / ratio**2)
+
+
+INTERNVL_TILES = (6, False, False)  # InternVLChatConfig's max_dynamic_patch, dynamic_image_size, use_thumbnail
+
+
+def _tiles(top: ConfigFields) -> int:
+    """InternVL (vLLM 0.33.0 transformers_utils/processors/internvl.py resolve_internvl_min_max_num, with the
+    config's max_dynamic_patch, dynamic_image_size and use_thumbnail): up to max_dynamic_patch tiles where the
+    image size is dynamic (else 1), and a thumbnail beside more than one."""
+    if top.text("model_type") != "internvl_chat":
+        return 1
+    most, dynamic, thumbnail = INTERNVL_TILES
+    most = top.integer("max_dynamic_patch", most)
+    dynamic, thumbnail = top.flag("dynamic_image_size", dynamic), top.flag("use_thumbnail", thumbnail)
+    tiles = most if dynamic else 1
+    return tiles + (1 if thumbnail and tiles != 1 else 0)

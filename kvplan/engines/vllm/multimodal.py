@@ -213,6 +213,37 @@ class Llama4(Processor):
         return {"image": Item(tiles * per_tile, tiles * per_tile, tiles * tower.channels * tower.image_size ** 2)}
 
 
+# internvl.py ctx_video_token: the text model types whose video token InternVL looks up in the tokenizer; each of
+# their tokenizers carries it (Qwen2's added tokens hold <|video_pad|> 151656, o200k_harmony <|reserved_200000|>)
+INTERNVL_VIDEO_TEXT = frozenset({"qwen2", "qwen3", "qwen3_moe", "gpt_oss"})
+
+
+class InternVL(Processor):
+    """model_executor/models/internvl.py (0.33.0) InternVLProcessingInfo, which gives no maximum of its own, so
+    MultiModalBudget counts its dummies' embeddings: an image of the most tiles (get_image_size_with_most_features)
+    of (image_size / patch)^2 / (1 / downsample_ratio^2) tokens each (image_seq_length); video only where the text
+    model's tokenizer has the video token (ctx_video_token), a dummy of image_size frames of one tile each, as many
+    as max_model_len holds beside one largest image where images are on (get_num_frames_with_most_features), at
+    least 1. The dummy's pixel_values_flat: 3 x image_size^2 values a tile (image_num_patches stays on the CPU)."""
+
+    encoder_tp_data = True  # InternVLChatModel
+
+    def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
+              max_model_len: int) -> dict[str, Item]:
+        per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
+        tile = tower.channels * tower.image_size ** 2
+        image = tower.tiles * per_tile
+        items = {"image": Item(image, image, tower.tiles * tile)}
+        if tower.text_type in INTERNVL_VIDEO_TEXT:
+            beside = image if count(limits, "image", False) > 0 else 0
+            frames = max((max_model_len - beside) // per_tile, 1)
+            video = limits.get("video")
+            if isinstance(video, dict) and isinstance(video.get("num_frames"), int):
+                frames = min(frames, video["num_frames"])
+            items["video"] = Item(frames * per_tile, frames * per_tile, frames * tile)
+        return items
+
+
 QWEN2_VL_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO
 QWEN_ASPECT = 200  # the most elongated grid get_image_size_with_most_features tries
 # the Qwen-VL vision configs' defaults where config.json leaves them out (transformers Qwen2VLVisionConfig,
@@ -298,6 +329,7 @@ class Qwen3VL(QwenVL):
 PROCESSORS: dict[str, Processor] = {
     "Gemma3ForConditionalGeneration": Gemma3(),
     "Gemma4ForConditionalGeneration": Gemma4(),
+    "InternVLChatModel": InternVL(),
     "Llama4ForConditionalGeneration": Llama4(),
     "Qwen2VLForConditionalGeneration": QwenVL(),
     "Qwen2_5_VLForConditionalGeneration": QwenVL(),
