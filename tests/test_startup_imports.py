@@ -33,10 +33,17 @@ OTHER_COMMANDS = ("kvplan.check", "kvplan.simulate", "kvplan.serve", "kvplan.ver
                   "kvplan.explain", "kvplan.calibration")
 # the other engines, their dialects too: `vllm serve` is found in vLLM's, the first the search loads
 OTHER_ENGINES = ("kvplan.engines.sglang", "kvplan.engines.trtllm", "kvplan.engines.simple")
+QWEN = ["--model", "Qwen/Qwen2.5-7B"]
 # lazy module -> what makes an estimate import it
 LAZY: dict[str, list[str]] = {
     "kvplan.models.hub": [],  # a model nothing local names
     "kvplan.engines.log_lines": [],  # explain's vocabulary; no estimate reads a log
+    "kvplan.models.compressed_attention": ["--model", "deepseek-ai/DeepSeek-V4-Flash"],
+    "kvplan.engines.vllm.lora": [*QWEN, "--enable-lora"],
+    "kvplan.engines.vllm.offload": [*QWEN, "--cpu-offload-gb", "4"],
+    "kvplan.engines.vllm.kv_offload": [*QWEN, "--kv-offloading-size", "16"],
+    "kvplan.engines.vllm.tier": [*QWEN, "--kv-offloading-size", "16"],
+    "kvplan.engines.vllm.lmcache": [*QWEN, "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1"}'],
 }
 
 

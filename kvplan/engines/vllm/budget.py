@@ -5,7 +5,7 @@ further batch size captured), per rank; blocks are the floor per rank and the mi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity import PoolLayout
 from kvplan.deployment import Deployment
@@ -22,8 +22,6 @@ from kvplan.engines.vllm.hybrid import (
     mamba_cache_mode,
 )
 from kvplan.engines.vllm.interconnect import tp_growth
-from kvplan.engines.vllm.kv_offload import cpu_tier
-from kvplan.engines.vllm.lora import lora_slots
 from kvplan.engines.vllm.multimodal import (
     EncoderProfile,
     encoder_profile,
@@ -32,7 +30,6 @@ from kvplan.engines.vllm.multimodal import (
     tower_skipped,
 )
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
-from kvplan.engines.vllm.offload import offloaded
 from kvplan.engines.vllm.releases import (
     CHUNKED_HYBRID_KV_ON_FROM,
     GB10_SMALL_TIER_FROM,
@@ -53,12 +50,15 @@ from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles
 from kvplan.engines.vllm.sampler import ProfileSampler, profile_sampler
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import has_compressed_attention
-from kvplan.models.layers import Layer
+from kvplan.models.layers import Layer, has_compressed_attention
 from kvplan.models.model import ModelSpec
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import GiB, MiB, dtype_bytes
 from kvplan.weights import ExpertPlacement
+
+if TYPE_CHECKING:
+    from kvplan.engines.vllm.lora import Lora
+    from kvplan.engines.vllm.offload import Offload
 
 # The state kinds whose prefixes mamba_cache_mode "align" caches: Mamba-2 and Gated DeltaNet (their layers'
 # get_kv_cache_spec hands vLLM a MambaSpec in align mode); the others hold one block per request.
@@ -342,8 +342,8 @@ class Vllm(PoolRules):
         v2 = settings.model_runner == "V2"
         era = era_of(settings.version or LATEST)
         budget = int(gpu.memory_bytes * (settings.gpu_memory_utilization or era.default_utilization))
-        lora = lora_slots(spec, dep, common.model_dtype(spec, dep, gpu)[0])
-        moved = offloaded(spec, dep, decoder_layers, dtype_bytes(common.model_dtype(spec, dep, gpu)[0]))
+        lora = _lora(target)
+        moved = _offloaded(target, decoder_layers)
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
             weights_bytes -= moved.moved_bytes if moved else 0
@@ -399,11 +399,10 @@ class Vllm(PoolRules):
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
         notes.extend(runner_notes(target.spec, target.deployment, target.gpu, _release(settings)))
         spec, dep = target.spec, target.deployment
-        lora = lora_slots(spec, dep, common.model_dtype(spec, dep, target.gpu)[0])
+        lora = _lora(target)
         if lora:
             notes.append(lora.note(spec.num_layers // dep.pipeline_parallel_size))
-        moved = offloaded(spec, dep, spec.num_layers // dep.pipeline_parallel_size,
-                          dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
+        moved = _offloaded(target, spec.num_layers // dep.pipeline_parallel_size)
         if moved:
             notes.append(moved.note(dep.gpu_count))
         encoder = encoder_of(target, settings)
@@ -491,11 +490,19 @@ class Vllm(PoolRules):
 
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
+        if not _has_cpu_tier(target.deployment):
+            return 0, []
+        from kvplan.engines.vllm.kv_offload import cpu_tier
+
         tier = cpu_tier(target.deployment, layout)
         return tier.tokens, tier.notes
 
     def offload_host_bytes(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout,
                            offload_tokens: int) -> int:
+        if not _has_cpu_tier(target.deployment):
+            return 0
+        from kvplan.engines.vllm.kv_offload import cpu_tier
+
         return cpu_tier(target.deployment, layout).host_bytes
 
     def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
@@ -569,6 +576,32 @@ def state_notes(target: PlanInput, release: tuple[int, int]) -> list[str]:
                       "more block per request",
              "all": "prefix caching on (mamba_cache_mode all): each Mamba group holds a block per block_size tokens, "
                     "and the block is a multiple of the SSD chunk"}[mode]]
+
+
+# What only some deployments turn on is imported when one does (start-up time: tests/test_startup_imports.py).
+def _lora(target: PlanInput) -> Lora | None:
+    """lora.py's slots on one rank, None without --enable-lora."""
+    spec, dep = target.spec, target.deployment
+    if not dep.enable_lora:
+        return None
+    from kvplan.engines.vllm.lora import lora_slots
+
+    return lora_slots(spec, dep, common.model_dtype(spec, dep, target.gpu)[0])
+
+
+def _offloaded(target: PlanInput, decoder_layers: int) -> Offload | None:
+    """offload.py's parameters one rank of a stage moves, None without --cpu-offload-gb."""
+    spec, dep = target.spec, target.deployment
+    if not dep.cpu_offload_gb:
+        return None
+    from kvplan.engines.vllm.offload import offloaded
+
+    return offloaded(spec, dep, decoder_layers, dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]))
+
+
+def _has_cpu_tier(dep: Deployment) -> bool:
+    """A CPU tier or a KV connector is configured; without one kv_offload.cpu_tier is empty."""
+    return dep.kv_offloading_size is not None or bool((dep.kv_transfer_config or {}).get("kv_connector"))
 
 
 def _release(settings: EngineSettings) -> tuple[int, int]:
