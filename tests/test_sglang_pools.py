@@ -134,9 +134,12 @@ def test_mamba_slots_cap_the_running_requests():
     # (SGLang 0.5.9: 3 slots a request, MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO.) From 0.5.14 the radix cache's
     # auto strategy is extra_buffer for Qwen3_5ForConditionalGeneration (server_args.py _handle_mamba_radix_cache)
     # and a request takes 3 + 2 tracking slots (0.5.23 kv_cache_configurator.py _calculate_mamba_ratio): 124 // 5 = 24.
+    # 0.5.9's handle_max_mamba_cache takes the 124 slots alone from the rest (the padding slot from 0.5.17): one state
+    # more for the KV, 21,968,675,929 B // 65,536 = 335,215 tokens, 335,215 // 2,048 = 163.
     plan = _s05_like(max_mamba_cache_size=124, engine_version="0.5.9")
+    assert plan.capacity.tokens == 335_215
     ladder = {rung.context: (rung.concurrency, rung.kv_limited) for rung in plan.capacity.ladder}
-    assert ladder[2048] == (41, 162)
+    assert ladder[2048] == (41, 163)
     assert ladder[8192] == (40, 40)
     assert any("124 // 3 = 41" in note for note in plan.notes)
     newest = _s05_like(max_mamba_cache_size=124)
@@ -145,9 +148,10 @@ def test_mamba_slots_cap_the_running_requests():
 
 
 def test_mamba_cap_from_the_ratio_and_max_num_seqs():
-    # --mamba-full-memory-ratio 0.5: 87 slots (test_sglang_rules.py) -> 87 // 3 = 29 requests at most; the KV pool
-    # of 419,779 tokens would run 419,779 // 2,048 = 204. --max-running-requests 20 is tighter still.
-    # (SGLang 0.5.9; from 0.5.14 87 // 5 = 17, test_mamba_slots_cap_the_running_requests)
+    # --mamba-full-memory-ratio 0.5: 87 slots from 0.5.17 (test_sglang_rules.py), 0.5.9's int(budget // state) = 88,
+    # the same 88 states out of the rest -> 88 // 3 = 29 requests at most; the KV pool of 419,779 tokens would run
+    # 419,779 // 2,048 = 204. --max-running-requests 20 is tighter still.
+    # (SGLang 0.5.9; the newest 87 // 5 = 17, test_mamba_slots_cap_the_running_requests)
     ladder = _s05_like(mamba_full_memory_ratio=0.5, engine_version="0.5.9").capacity.ladder
     assert {r.context: r.concurrency for r in ladder}[2048] == 29
     capped = _s05_like(mamba_full_memory_ratio=0.5, max_num_seqs=20, engine_version="0.5.9")
@@ -178,12 +182,13 @@ def test_an_all_sliding_hybrid_architecture_keeps_one_sliding_pool():
 def test_attention_dp_shares_the_mamba_slots_and_keeps_whole_states():
     # TP 2 with --attn-dp-size 2: the attention TP size is 1, so a rank keeps whole states (153,944,064 B a request,
     # as at TP 1) and whole KV heads (65,536 B a token); handle_max_mamba_cache gives each attention-DP group
-    # 248 // 2 = 124 slots. Rest 41,057,739,865 B (the weights are given per rank) - 125 x 153,944,064 =
-    # 21,814,731,865 B // 65,536 = 332,866 tokens, the TP-1 figure of --max-mamba-cache-size 124; 124 // 3 = 41
-    # (SGLang 0.5.9's 3 slots a request).
+    # 248 // 2 = 124 slots. Rest 41,057,739,865 B (the weights are given per rank) - 124 x 153,944,064 (0.5.9 leaves
+    # the padding slot out of the rest) = 21,968,675,929 B // 65,536 = 335,215 tokens, the TP-1 figure of
+    # --max-mamba-cache-size 124 (test_mamba_slots_cap_the_running_requests); 124 // 3 = 41 (SGLang 0.5.9's 3 slots
+    # a request).
     plan = _s05_like(tensor_parallel_size=2, attention_data_parallel_size=2, max_mamba_cache_size=248,
                      engine_version="0.5.9")
     assert plan.layout.bytes_per_token == 65_536
-    assert plan.capacity.tokens == 332_866
+    assert plan.capacity.tokens == 335_215
     assert {r.context: r.concurrency for r in plan.capacity.ladder}[2048] == 41
     assert any("248 slots as given // attention DP 2 = 124" in note for note in plan.notes)

@@ -69,10 +69,17 @@ def _sglang_rest(entry: dict[str, Any], before: float, after: float) -> int:
     return sglang.rest_bytes(before, after, entry["mem_fraction_static"], bool(entry.get("multimodal_reservation")))
 
 
+def _padding_budgeted(entry: dict[str, Any]) -> bool:
+    """Whether the entry's release takes the Mamba pool's padding slot out of the rest (the newest rules where the
+    entry names no release)."""
+    return sglang.release_of(entry.get("release")) >= sglang.MAMBA_PADDING_SLOT_BUDGETED_FROM
+
+
 def _sglang_tokens(entry: dict[str, Any], before: float, after: float) -> int:
     rest = _sglang_rest(entry, before, after)
     if state_bytes_per_request(entry):  # the state slots as the log prints them (see mamba_slots for the rule)
-        rest -= sglang.mamba_pool(rest, state_bytes_per_request(entry), given=entry["max_mamba_cache_size"])[1]
+        rest -= sglang.mamba_pool(rest, state_bytes_per_request(entry), given=entry["max_mamba_cache_size"],
+                                  padding_budgeted=_padding_budgeted(entry))[1]
     if "cell_bytes" in entry:
         return sglang.pool_tokens(rest, int(entry["cell_bytes"]), entry.get("page_size", 1))
     return pool_plan(entry, rest).capacity.tokens
@@ -110,8 +117,8 @@ def _sglang_before_after(entry: dict[str, Any], values: tuple[float, ...]) -> tu
 
 def mamba_slots(entry: dict[str, Any]) -> set[int]:
     """The Mamba slot counts SGLang's rule gives at the corners of the printed memory's rounding."""
-    return {sglang.mamba_pool(_sglang_rest(entry, *_sglang_before_after(entry, values)),
-                              state_bytes_per_request(entry))[0] for values in _band(*_printed(entry))}
+    return {sglang.mamba_pool(_sglang_rest(entry, *_sglang_before_after(entry, values)), state_bytes_per_request(entry),
+                              padding_budgeted=_padding_budgeted(entry))[0] for values in _band(*_printed(entry))}
 
 
 def _printed(entry: dict[str, Any]) -> tuple[float, ...]:

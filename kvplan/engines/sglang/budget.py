@@ -40,7 +40,13 @@ from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.lora import lora_pool
 from kvplan.engines.sglang.lora import note as lora_note
 from kvplan.engines.sglang.offload import offloaded_weights
-from kvplan.engines.sglang.releases import KV_DTYPES_FROM, RELEASES, SWA_FULL_POOL_CELL_FROM, release_of
+from kvplan.engines.sglang.releases import (
+    KV_DTYPES_FROM,
+    MAMBA_PADDING_SLOT_BUDGETED_FROM,
+    RELEASES,
+    SWA_FULL_POOL_CELL_FROM,
+    release_of,
+)
 from kvplan.engines.sglang.running import extra_buffer, mamba_slots_per_request, running_requests
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer
@@ -70,15 +76,18 @@ def rest_bytes(free_before_load: float, free_after_load: float, fraction: float,
 
 
 def mamba_pool(rest: int, state_bytes_per_request: int, ratio: float | None = None,
-               given: int | None = None) -> tuple[int, int]:
+               given: int | None = None, padding_budgeted: bool = True) -> tuple[int, int]:
     """_handle_max_mamba_cache: the Mamba state slots (--max-mamba-cache-size, or as many as fit in the share
-    `ratio` : 1 of the rest memory between states and the full-attention KV pool) and the bytes the pool takes,
-    one padding slot included. Returns (slots, bytes)."""
+    `ratio` : 1 of the rest memory between states and the full-attention KV pool) and the bytes it takes from the
+    rest, one padding slot included. Before 0.5.17 (padding_budgeted False: releases.py
+    MAMBA_PADDING_SLOT_BUDGETED_FROM) the slots are int(budget // state) and the rest loses the slots alone; the
+    padding slot is still allocated, out of the held-back memory. Returns (slots, bytes)."""
+    padding = 1 if padding_budgeted else 0
     if given is None:
         ratio = MAMBA_FULL_MEMORY_RATIO if ratio is None else ratio
         budget = rest * ratio / (1 + ratio)
-        given = max(int((budget - state_bytes_per_request) // state_bytes_per_request), 0)
-    return given, (given + 1) * state_bytes_per_request
+        given = max(int((budget - padding * state_bytes_per_request) // state_bytes_per_request), 0)
+    return given, (given + padding) * state_bytes_per_request
 
 
 def pool_tokens(rest: int, cell_bytes: int, page_size: int = 1, cap: int | None = None) -> int:
@@ -270,7 +279,8 @@ class Sglang(PoolRules):
             # without the radix cache the slots are the running requests (0.5.9 handle_max_mamba_cache; 0.5.23
             # kv_cache_configurator.py _handle_max_mamba_cache: at least 1)
             given = max(1, dep.max_num_seqs // attention_dp(target))
-        return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given)
+        return mamba_pool(rest, per_request, dep.mamba_full_memory_ratio, given,
+                          release_of(dep.engine_version) >= MAMBA_PADDING_SLOT_BUDGETED_FROM)
 
     def flat_layer(self, layer: Layer) -> Layer:
         return compressed.flat_layer(layer)
@@ -405,6 +415,9 @@ class Sglang(PoolRules):
             notes.append(f"multimodal model: {MULTIMODAL_RESERVATION_BYTES // MiB} MiB of the KV budget kept for "
                          "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
         per_request = state_bytes_per_request(target)
+        if per_request and release_of(dep.engine_version) < MAMBA_PADDING_SLOT_BUDGETED_FROM:
+            notes.append("Mamba padding slot: allocated beside the slots but not taken from the rest memory before "
+                         "SGLang 0.5.17 (handle_max_mamba_cache), so it comes out of the held-back memory")
         if per_request and dep.max_mamba_cache_size is not None:
             shared = (f" // attention DP {attention_dp(target)} = {dep.max_mamba_cache_size // attention_dp(target)}"
                       if attention_dp(target) > 1 else "")

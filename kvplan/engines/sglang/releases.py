@@ -39,6 +39,12 @@ SWA_FULL_POOL_CELL_FROM = (0, 5, 11)
 # 0.5.14 server_args.py _handle_mamba_radix_cache: mamba_radix_cache_strategy auto is extra_buffer with the overlap
 # scheduler on for the architectures that support it (0.5.9-0.5.13: auto is no_buffer).
 MAMBA_EXTRA_BUFFER_FROM = (0, 5, 14)
+# 0.5.17 mem_cache/kv_cache_configurator.py _handle_max_mamba_cache: the Mamba slots chosen by the memory ratio are
+# int((budget - state) // state) and the rest loses (slots + 1) states, the pool's padding slot included; 0.5.6.post2
+# model_runner.py and 0.5.9 model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache, 0.5.14 and 0.5.16
+# take int(budget // state) slots and slots x state from the rest, so the padding slot comes out of the held-back
+# memory.
+MAMBA_PADDING_SLOT_BUDGETED_FROM = (0, 5, 17)
 # 0.5.20 arg_groups/memory_hook.py handle_gpu_memory_settings: 20-35 GiB cards get chunked prefill 4096 and decode
 # graph batch 48 (TP < 4) or 160 (0.5.19: 2048 and 24 or 80).
 LARGER_20_35_GIB_DEFAULTS_FROM = (0, 5, 20)
@@ -68,6 +74,9 @@ RELEASES = Releases("SGLang", COVERED, changes=(
                        "server_args.py _disable_breakable_cudagraph_if_incompatible)"),
     Change((0, 5, 18), "prefill CUDA graphs kept with MLA (0.5.18 server_args.py)"),
     Change((0, 5, 19), "prefill CUDA graphs off with pipeline parallelism (0.5.19 arg_groups/cuda_graph_hook.py)"),
+    Change(MAMBA_PADDING_SLOT_BUDGETED_FROM, "the Mamba pool's padding slot is budgeted out of the rest memory: "
+                                             "int((budget - state) // state) slots (0.5.17 "
+                                             "kv_cache_configurator.py _handle_max_mamba_cache)"),
     Change(MAMBA_EXTRA_BUFFER_FROM, "Mamba radix cache auto is extra_buffer (5 state slots a running request) "
                                     "(0.5.14 server_args.py)"),
     Change((0, 5, 16), "--kv-cache-dtype mxfp8, nvfp4 and fp4_mx_block16 (0.5.16 server_args.py)"),
