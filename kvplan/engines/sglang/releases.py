@@ -1,7 +1,11 @@
 """SGLang's releases as kvplan knows them, and the release in which each rule kvplan models changed. The rules were
 read in the wheels of 0.5.9 to 0.5.23 (each boundary below is the first release whose code has the new rule, the
 release before it read too); the flag catalogue (flags.py) records each removal by the first release without it, over
-the wheels from 0.4.6 on, which is where this table starts. Releases before 0.5.9 take 0.5.9's rules (not read)."""
+the wheels from 0.4.6 on, which is where this table starts. Releases before 0.5.9 take 0.5.9's rules: 0.5.6.post2 was
+read for the default fraction (server_args.py _handle_gpu_memory_settings) and the Mamba pool's memory-ratio rule
+(model_runner.py profile_max_num_token, handle_max_mamba_cache), which are 0.5.9's (its speculative and
+--disable-radix-cache branches differ and are not modelled); its other rules, and 0.5.7's and 0.5.8's, were not
+read."""
 
 from __future__ import annotations
 
