@@ -14,7 +14,12 @@ from kvplan.engines.vllm.hybrid import (
     PLATFORM_ALIGNMENT_FROM,
 )
 from kvplan.engines.vllm.runner import ROCM_GRAPH_ESTIMATE_FROM, V2_DEFAULT_FROM, V2_PROFILES_NO_GRAPHS
-from kvplan.engines.vllm.sampler import V2_TWO_PASS_FROM, V2_UNPROCESSED_LOGITS_FROM
+from kvplan.engines.vllm.sampler import (
+    TRITON_ALL_ROWS_FROM,
+    V1_TWO_PASS_FROM,
+    V2_TWO_PASS_FROM,
+    V2_UNPROCESSED_LOGITS_FROM,
+)
 from kvplan.errors import KvplanError
 from kvplan.units import GiB
 
@@ -236,6 +241,11 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(V2_UNPROCESSED_LOGITS_FROM, "Model Runner V2's dummy sampler keeps the logits in the model dtype (0.27.0 "
                                        "v1/worker/gpu/sample/sampler.py), and memory_profiling counts its penalty and "
                                        "grammar buffers (utils/mem_utils.py total_consumed)"),
+    Change(V1_TWO_PASS_FROM, "V1's dummy sampler: FlashInfer by default again (0.21.0 envs.py "
+                             "VLLM_USE_FLASHINFER_SAMPLER), and a second pass through forward_native "
+                             "(v1/worker/gpu_model_runner.py _dummy_sampler_run); sampler.py v1_sampler"),
+    Change(TRITON_ALL_ROWS_FROM, "V1's Triton top-k / top-p for every row count, not from 8 rows (0.30.0 "
+                                 "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p)"),
     Change(V2_TWO_PASS_FROM, "Model Runner V2's dummy sampler runs again with warm-up sampling parameters: "
                              "FlashInfer's top-k / top-p on float32 logits (0.33.0 v1/worker/gpu/model_runner.py "
                              "_dummy_sampler_run)"),

@@ -1,4 +1,4 @@
-"""Which top-k / top-p sampler vLLM's profiling run warms up in v0.8-v0.16, and what it holds at its peak.
+"""Which top-k / top-p sampler vLLM's profiling run warms up, release by release, and what it holds at its peak.
 
 profile_run (v1/worker/gpu_model_runner.py) ends with _dummy_sampler_run: compute_logits gives the dummy batch's
 min(max_num_seqs, max_num_batched_tokens) rows x vocab in the model dtype (half a float32 copy, held by the
@@ -14,14 +14,16 @@ top-p (0.9), so TopKTopPSampler runs one of two paths (v1/sample/ops/topk_topp_s
   copies as the v0.11 and v0.15-v0.16 H100 logs measure it (data/calibration.yaml B01-B06, V15-V16; the era's
   logits_copies).
 
-From v0.17 the Triton top-k / top-p kernel replaces the sort for 8 rows or more (the era "V1, v0.17"'s 3.79 copies).
+From v0.17 the Triton top-k / top-p kernel replaces the sort for 8 rows or more (the era "V1, v0.17"'s 3.79 copies),
+and for every row count from 0.30 (apply_top_k_top_p). From 0.21 FlashInfer is the default again and the profiling run
+samples twice (V1_TWO_PASS_FROM); PyTorch's sort holds more below 128 rows (SORT_FULL_BELOW_ROWS).
 
 Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.deployment import Deployment
@@ -33,19 +35,94 @@ if TYPE_CHECKING:  # releases.py lists this module's release boundaries
 FLASHINFER_DEFAULT_UNTIL = (0, 12)  # 0.11.0 on by default, 0.12.0 opt-in (topk_topp_sampler.py)
 FLASHINFER_COPIES = 3.5  # bfloat16 logits 0.5 + float32 logits 1 + masked logits 1 + probabilities 1
 SORT_UNTIL = (0, 17)
+# vLLM 0.21.0 envs.py: VLLM_USE_FLASHINFER_SAMPLER defaults to True (0.20.2: None, opt-in), and
+# v1/worker/gpu_model_runner.py _dummy_sampler_run samples the dummy batch twice: as given (generators {}: FlashInfer's
+# forward_cuda where TopKTopPSampler took it), then with a seeded generator for request 0 ("Also warm
+# forward_native"), which forward_cuda hands to forward_native. Both passes see the same caller-held logits and
+# their own float32 copy; the first pass's FlashInfer temporaries are freed before the second, its top_k_mask_logits
+# row states (_get_cache_buf, 1 MiB, flashinfer 0.6.4-0.7.2 sampling.py) are cached and stay. The peak is the
+# larger pass plus those row states. 0.33.0 still has both passes.
+V1_TWO_PASS_FROM = (0, 21)
+# TopKTopPSampler.__init__ (0.17.0-0.33.0): FlashInfer only where current_platform.is_cuda() (ROCm goes native) and
+# FlashInferBackend.supports_compute_capability (v1/attention/backends/flashinfer.py): 7.5-12.1 in 0.21.0-0.23.0,
+# 8.0-12.1 from 0.24.0 (flashinfer issue 3620); elsewhere the default quietly falls back to forward_native, while an
+# explicit VLLM_USE_FLASHINFER_SAMPLER=1 on an unsupported GPU stops the start-up (RuntimeError).
+V1_FLASHINFER_CAPABILITY = (((0, 0), ((7, 5), (12, 1))), ((0, 24), ((8, 0), (12, 1))))
+FLASHINFER_ROW_STATES = MiB
+# apply_top_k_top_p (0.17.0-0.29.0): the Triton kernel for 8 rows or more, apply_top_k_top_p_pytorch's sort below;
+# 0.30.0 takes Triton for every row count where Triton is installed. Not modelled: apply_top_k_top_p_triton's cached
+# per-program buffer, min(next power of 2 of min(SMs, rows), SMs) rows x vocab float32 (topk_topp_triton.py), which
+# the era's 3.79 holds at 1,024 rows (132 of them on an H100) but which is up to one copy more below the SM count;
+# the catalogue holds no SM count.
+TRITON_MIN_ROWS = 8
+TRITON_ALL_ROWS_FROM = (0, 30)
+# PyTorch's CUDA sort of rows x vocab float32 logits (aten/src/ATen/native/cuda/Sort.cpp sort_cuda_kernel: a vocab
+# over 4,096 takes launch_stable_sort_kernel, SortStable.cu), beside the bfloat16 logits (0.5), their float32 copy
+# (1) and the sort's outputs (values 1, int64 indices 2), in float32 copies of rows x vocab:
+# - one row (segmented_sort_large_segments): an int64 index row (2) and cub DeviceRadixSort::SortPairs' temporary
+#   storage, whose third key and value buffers (cub dispatch_radix_sort.cuh: num_items x key and value size when
+#   the output may not overwrite the input) hold 1 + 2: 5 copies of scratch, 9.5 in all;
+# - 128 rows or more (segmented_sort_pairs): int64 reverse indices (2) and DeviceSegmentedRadixSort's third buffers
+#   (1 + 2): 5 again, 9.5 in all, what the v0.8-v0.16 logs measure at 256 and 1,024 rows (9.52);
+# - 2 to 127 rows (segmented_sort_pairs_by_full_sort): two int2 (8-byte) index-and-segment arrays (2 + 2), the
+#   radix sort's own keys output (1) and its third buffers (1 + 2): 8 copies of scratch, 3 more; the segment-id
+#   radix_sort_keys that follows holds less (one radix pass over at most 7 bits: no third buffer).
+# Read in the stored pytorch/pytorch SortStable.cu (the torch 2.9 tag that vLLM 0.12-0.16 pin is not stored; the
+# three branches and their buffers are the same in a stored 2025 backport, Lanurence666/pytorch_backport_py38).
+SORT_COPIES = 9.5
+SORT_FULL_BELOW_ROWS = 128
+SORT_FULL_EXTRA = 3.0
 
 
 def flashinfer_sampler(dep: Deployment, release: tuple[int, int]) -> bool:
     """Whether the profiling run's sampler is FlashInfer's (VLLM_USE_FLASHINFER_SAMPLER, else the release's default,
     taking FlashInfer as installed, as vLLM's images ship it)."""
-    return dep.flashinfer_sampler if dep.flashinfer_sampler is not None else release < FLASHINFER_DEFAULT_UNTIL
+    if dep.flashinfer_sampler is not None:
+        return dep.flashinfer_sampler
+    return release < FLASHINFER_DEFAULT_UNTIL or release >= V1_TWO_PASS_FROM
 
 
-def logits_copies(era: Era, dep: Deployment, release: tuple[int, int]) -> float:
-    """The sampler's peak in float32 copies of the dummy batch's logits."""
-    if era.v0 or release >= SORT_UNTIL or not flashinfer_sampler(dep, release):
-        return era.logits_copies
-    return FLASHINFER_COPIES
+def cuda_capability_in(capability: str | None, bounds: tuple[tuple[int, int], tuple[int, int]]) -> bool:
+    """A CUDA compute capability within bounds (unknown GPUs are taken as CUDA ones inside; ROCm's gfx... are out)."""
+    if not capability:
+        return True
+    major, _, minor = capability.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return False
+    low, high = bounds
+    return low <= (int(major), int(minor)) <= high
+
+
+def sort_sampler(segmented: float) -> ProfileSampler:
+    """The sort path's peak: segmented at one row and at 128 rows or more, 3 copies more between them."""
+    return ProfileSampler(segmented, fewer_rows=((2, segmented), (SORT_FULL_BELOW_ROWS, segmented + SORT_FULL_EXTRA)))
+
+
+def v1_native(era: Era, release: tuple[int, int]) -> ProfileSampler:
+    """forward_native's peak: the sort before 0.17 (the era's calibrated figure above 127 rows), from 0.17 the era's
+    Triton figure, with the sort below 8 rows until 0.30."""
+    if release < SORT_UNTIL:
+        return sort_sampler(era.logits_copies)
+    if release >= TRITON_ALL_ROWS_FROM:
+        return ProfileSampler(era.logits_copies)
+    return ProfileSampler(era.logits_copies, fewer_rows=((2, SORT_COPIES), (TRITON_MIN_ROWS, SORT_COPIES + SORT_FULL_EXTRA)))
+
+
+def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
+    """V1's dummy sampler: FlashInfer's single pass, forward_native's, or from 0.21 the larger of the two passes."""
+    if era.v0:
+        return ProfileSampler(era.logits_copies)
+    native = v1_native(era, release)
+    if not flashinfer_sampler(dep, release):
+        return native
+    if release < SORT_UNTIL:
+        return ProfileSampler(FLASHINFER_COPIES)
+    bounds = next(bounds for first, bounds in reversed(V1_FLASHINFER_CAPABILITY) if release >= first)
+    if not cuda_capability_in(capability, bounds):
+        return native
+    if release < V1_TWO_PASS_FROM:
+        return ProfileSampler(FLASHINFER_COPIES, cached_bytes=FLASHINFER_ROW_STATES)
+    return native.at_least(FLASHINFER_COPIES, FLASHINFER_ROW_STATES)
 
 
 GUMBEL_BLOCK = 1024  # v1/worker/gpu/sample/gumbel.py gumbel_sample: BLOCK_SIZE, one partial maximum per block
@@ -60,10 +137,19 @@ class ProfileSampler:
     gumbel: bool = False  # gumbel_sample's rows x ceil(vocab / 1024) int64 arg-maxima and float32 maxima
     cached_bytes: int = 0  # FlashInfer's top_k_mask_logits row states (1 MiB, flashinfer 0.7.2 sampling.py)
     held: bool = False  # V2's penalty and grammar buffers, counted in the non-KV memory (0.27+)
+    fewer_rows: tuple[tuple[int, float], ...] = ()  # (below this many rows, copies): the first that holds wins
+
+    def copies_at(self, rows: int) -> float:
+        return next((copies for below, copies in self.fewer_rows if rows < below), self.copies)
+
+    def at_least(self, copies: float, cached_bytes: int) -> ProfileSampler:
+        """The larger of this pass and another of `copies` at every row count, with the other's cached buffers."""
+        return replace(self, copies=max(self.copies, copies), cached_bytes=self.cached_bytes + cached_bytes,
+                       fewer_rows=tuple((below, max(held, copies)) for below, held in self.fewer_rows))
 
     def peak_bytes(self, rows: int, vocab: int) -> float:
         blocks = rows * -(-vocab // GUMBEL_BLOCK) * (8 + 4) if self.gumbel else 0
-        return self.copies * rows * vocab * 4 + blocks + (self.cached_bytes if rows else 0)
+        return self.copies_at(rows) * rows * vocab * 4 + blocks + (self.cached_bytes if rows else 0)
 
     def held_bytes(self, max_num_seqs: int, vocab: int, logits_per_request: int) -> int:
         """PenaltiesState's output_bin_counts (max_num_seqs x vocab int32) and prompt_bin_mask (max_num_seqs x
@@ -107,15 +193,7 @@ V2_FLASHINFER_CAPABILITY = ((8, 0), (12, 1))  # 0.33.0 v1/attention/backends/fla
 
 def v2_flashinfer(dep: Deployment, capability: str | None) -> bool:
     """Whether V2's warm-up pass samples through FlashInfer (unknown GPUs are taken as CUDA ones it supports)."""
-    if dep.flashinfer_sampler is False:
-        return False
-    if not capability:
-        return True
-    major, _, minor = capability.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return False  # ROCm (gfx...): not CUDA
-    low, high = V2_FLASHINFER_CAPABILITY
-    return low <= (int(major), int(minor)) <= high
+    return dep.flashinfer_sampler is not False and cuda_capability_in(capability, V2_FLASHINFER_CAPABILITY)
 
 
 def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
@@ -129,4 +207,4 @@ def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None
 def profile_sampler(era: Era, dep: Deployment, release: tuple[int, int], v2: bool,
                     capability: str | None) -> ProfileSampler:
     """The dummy sampler of the runner the release picks (runner.py model_runner)."""
-    return v2_sampler(dep, release, capability) if v2 else ProfileSampler(logits_copies(era, dep, release))
+    return v2_sampler(dep, release, capability) if v2 else v1_sampler(era, dep, release, capability)
