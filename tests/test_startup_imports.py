@@ -39,6 +39,7 @@ LAZY: dict[str, list[str]] = {
     "kvplan.models.hub": [],  # a model nothing local names
     "kvplan.engines.log_lines": [],  # explain's vocabulary; no estimate reads a log
     "kvplan.models.compressed_attention": ["--model", "deepseek-ai/DeepSeek-V4-Flash"],
+    "kvplan.engines.vllm.multimodal": ["--model", "Qwen/Qwen2.5-VL-7B-Instruct"],
     "kvplan.engines.vllm.lora": [*QWEN, "--enable-lora"],
     "kvplan.engines.vllm.offload": [*QWEN, "--cpu-offload-gb", "4"],
     "kvplan.engines.vllm.kv_offload": [*QWEN, "--kv-offloading-size", "16"],

@@ -22,13 +22,6 @@ from kvplan.engines.vllm.hybrid import (
     mamba_cache_mode,
 )
 from kvplan.engines.vllm.interconnect import tp_growth
-from kvplan.engines.vllm.multimodal import (
-    EncoderProfile,
-    encoder_profile,
-    stage_tower_bytes,
-    tower_replicated,
-    tower_skipped,
-)
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.releases import (
     CHUNKED_HYBRID_KV_ON_FROM,
@@ -58,6 +51,7 @@ from kvplan.weights import ExpertPlacement
 
 if TYPE_CHECKING:
     from kvplan.engines.vllm.lora import Lora
+    from kvplan.engines.vllm.multimodal import EncoderProfile
     from kvplan.engines.vllm.offload import Offload
 
 # The state kinds whose prefixes mamba_cache_mode "align" caches: Mamba-2 and Gated DeltaNet (their layers'
@@ -330,8 +324,8 @@ class Vllm(PoolRules):
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
             in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name,
-            encoder_cache_tokens=None if era.v0 or spec.tower is None else _budget_of(encoder_profile(
-                spec, dep, max_model_len, seqs, tokens, dtype_bytes(common.model_dtype(spec, dep, gpu)[0]))))
+            encoder_cache_tokens=None if era.v0 or spec.tower is None else _encoder_budget(
+                spec, dep, max_model_len, seqs, tokens, dtype_bytes(common.model_dtype(spec, dep, gpu)[0])))
 
     def stage_facts(self, stage: Stage) -> dict[str, Any]:
         return {"first": stage.first}  # the vision tower and its encoder profile (multimodal.stage_tower_bytes)
@@ -347,7 +341,7 @@ class Vllm(PoolRules):
         if dep.weights_memory_bytes is None:
             weights_bytes += rope_cache_bytes(target) + (lora.layer_bytes * decoder_layers if lora else 0)
             weights_bytes -= moved.moved_bytes if moved else 0
-            weights_bytes += stage_tower_bytes(spec, dep, _tower_bytes(target), first, v2)
+            weights_bytes += _stage_tower_bytes(target, first, v2)
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -408,7 +402,7 @@ class Vllm(PoolRules):
         encoder = encoder_of(target, settings)
         if encoder:
             notes.append(encoder.note())
-        replicated = tower_replicated(spec, dep)
+        replicated = _tower_replicated(target)
         if replicated is not None and dep.tensor_parallel_size > 1:
             notes.append(f"--mm-encoder-tp-mode data: the vision tower whole on each rank, "
                          f"{replicated_tower_bytes(target) / GiB:.2f} GiB more weights (vLLM 0.33.0)" if replicated
@@ -533,6 +527,8 @@ def encoder_of(target: PlanInput, settings: EngineSettings, free_bytes: int | No
     spec, dep = target.spec, target.deployment
     if era_of(settings.version or LATEST).v0 or spec.tower is None:
         return None
+    from kvplan.engines.vllm.multimodal import encoder_profile
+
     return encoder_profile(spec, dep, settings.max_model_len, settings.max_num_seqs or 1,
                            settings.max_num_batched_tokens or settings.max_model_len,
                            dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]), target.gpu.memory_bytes,
@@ -547,7 +543,7 @@ def _tower_bytes(target: PlanInput) -> int:
 def replicated_tower_bytes(target: PlanInput) -> int:
     """What --mm-encoder-tp-mode data adds to a rank of the first stage: the tower's other TP shares."""
     dep = target.deployment
-    if not tower_replicated(target.spec, dep):
+    if not _tower_replicated(target):
         return 0
     return _tower_bytes(target) - _tower_bytes(target) // dep.tensor_parallel_size
 
@@ -555,12 +551,41 @@ def replicated_tower_bytes(target: PlanInput) -> int:
 def skipped_tower_bytes(target: PlanInput) -> int:
     """The vision tower's bytes on one rank of the first stage where vLLM does not build it."""
     spec, dep = target.spec, target.deployment
+    if spec.tower is None:  # multimodal.tower_skipped is False without a tower
+        return 0
+    from kvplan.engines.vllm.multimodal import tower_skipped
+
     if not tower_skipped(spec, dep):
         return 0
     return _tower_bytes(target) // dep.tensor_parallel_size
 
 
-def _budget_of(profile: EncoderProfile | None) -> int | None:
+# multimodal.py is imported only for a model with a vision tower (start-up time: tests/test_startup_imports.py)
+def _tower_replicated(target: PlanInput) -> bool | None:
+    """multimodal.tower_replicated, None without a tower."""
+    if target.spec.tower is None:
+        return None
+    from kvplan.engines.vllm.multimodal import tower_replicated
+
+    return tower_replicated(target.spec, target.deployment)
+
+
+def _stage_tower_bytes(target: PlanInput, first: bool, v2: bool) -> int:
+    """multimodal.stage_tower_bytes, 0 where the model has no tower's parameters."""
+    tower = _tower_bytes(target)
+    if not tower:
+        return 0
+    from kvplan.engines.vllm.multimodal import stage_tower_bytes
+
+    return stage_tower_bytes(target.spec, target.deployment, tower, first, v2)
+
+
+def _encoder_budget(spec: ModelSpec, dep: Deployment, max_model_len: int, seqs: int, tokens: int,
+                    size: int) -> int | None:
+    """The encoder cache's budget in tokens (multimodal.encoder_profile), for a model with a tower."""
+    from kvplan.engines.vllm.multimodal import encoder_profile
+
+    profile = encoder_profile(spec, dep, max_model_len, seqs, tokens, size)
     return profile.budget if profile else None
 
 
