@@ -1,4 +1,4 @@
-"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (refused by name, saying where the engine builds its pools),
+"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (refused by name without --kv-cache-memory),
 MiMo-V2-Flash's MTP layer, Kimi-K3's vision tower."""
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ FLASH = FRONTIER / "deepseek-ai__DeepSeek-V4-Flash"
 
 def test_trtllm_refuses_deepseek_v4_naming_its_cache_manager():
     # NVIDIA/TensorRT-LLM (stored sources) runs DeepSeek-V4 on DeepseekV4CacheManager
-    # (tensorrt_llm/_torch/attention_backend/sparse/deepseek_v4/cache_manager.py), whose pool split kvplan
-    # does not model: the refusal names it instead of the old "flat token pool (TensorRT-LLM)"
+    # (tensorrt_llm/_torch/attention_backend/sparse/deepseek_v4/cache_manager.py): kvplan plans its pools from
+    # --kv-cache-memory (tests/test_trtllm_deepseek_v4.py); without it the free-memory path's max_tokens quota is
+    # not read, and the refusal names the manager instead of the old "flat token pool (TensorRT-LLM)"
     with pytest.raises(KvplanError, match="DeepseekV4CacheManager") as refused:
         kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm")
     assert "flat token pool" not in str(refused.value)

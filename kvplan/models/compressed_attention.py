@@ -326,4 +326,5 @@ def compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
     if not has_compressed_attention(layers):
         return []
     return ["DeepSeek-V4's caches are planned as vLLM 0.33.0 and SGLang 0.5.23 build them, in FlashMLA's 584 B "
-            "latent rows (vLLM's fp8_ds_mla, SGLang's KVLayout.V4)"]
+            "latent rows (vLLM's fp8_ds_mla, SGLang's KVLayout.V4); TensorRT-LLM's DeepseekV4CacheManager keeps "
+            "head_dim x the KV dtype a row (engines/trtllm/deepseek_v4.py)"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from typing import Protocol
 
-from kvplan.capacity import PoolLayout, pool_layout
+from kvplan.capacity import PoolLayout, SplitPools, pool_layout
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
@@ -173,7 +173,7 @@ def kv_ranks(target: PlanInput) -> int:
 
 def _block_bytes(target: PlanInput, settings: EngineSettings, decoder_layers: int, last: bool) -> int:
     """One block's bytes on the rank of this pipeline stage (every layer keeps every token: one flat pool)."""
-    prepared = common.prepare(target, flat_pool=True, settings=settings)
+    prepared = common.prepare(target, flat_pool=True, settings=settings, rules=ENGINE)
     stage = next((s for s in prepared.stages if s.decoder_layers == decoder_layers and s.last == last),
                  prepared.stages[-1])
     return pool_layout(stage.layers, settings.block_size, prepared.kv_bytes, kv_ranks(target)).block_bytes
@@ -390,7 +390,8 @@ class TensorRtLlm(PoolRules):
         return EngineSettings(
             "trtllm", self.label, self.kv_log, dep.engine_version or RELEASES.newest,
             dep.gpu_memory_utilization or FREE_FRACTION,
-            flash_mla_block(target) or dep.block_size or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
+            flash_mla_block(target) or dep.block_size or deepseek_v4.default_block(target.spec.layers)
+            or TOKENS_PER_BLOCK, common.check_max_model_len(target.spec, dep),
             dep.max_num_seqs or MAX_BATCH_SIZE, dep.max_num_batched_tokens or MAX_NUM_TOKENS,
             utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len",
             auto_kv_cache_dtype=checkpoint_kv_dtype(target))
@@ -413,6 +414,9 @@ class TensorRtLlm(PoolRules):
         states = rules.fixed_pool_bytes(target, settings, decoder_layers, last)
         if block and available > 0:
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
+        if deepseek_v4.applies(target.spec.layers):  # KVCacheManagerV2's byte quota (trtllm/deepseek_v4.py)
+            deepseek_v4.check_deployment(target)
+            pool = deepseek_v4.quota(target, available)
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=outside_torch, cuda_graph_bytes=graphs,
@@ -424,19 +428,46 @@ class TensorRtLlm(PoolRules):
     def flat_layer(self, layer: Layer) -> Layer:
         return deepseek_v4.flat_layer(layer)
 
+    def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
+        if deepseek_v4.applies(target.spec.layers):  # the compressed life cycle's blocks
+            pools = self._dsv4(target, settings)
+            return pools.slots[[cycle.window for cycle in pools.cycles].index(None)]
+        return blocks
+
+    def pools(self, target: PlanInput, settings: EngineSettings, stage: int, tokens: int, kv_bytes: int,
+              kv_tp: int) -> SplitPools | None:
+        if not deepseek_v4.applies(target.spec.layers):
+            return None
+        chunk = settings.max_num_batched_tokens or MAX_NUM_TOKENS
+        return deepseek_v4.split_pools(self._dsv4(target, settings), chunk)
+
+    def pool_notes(self, target: PlanInput, settings: EngineSettings, num_blocks: int) -> list[str]:
+        return [deepseek_v4.note(self._dsv4(target, settings))] if deepseek_v4.applies(target.spec.layers) else []
+
+    def _dsv4(self, target: PlanInput, settings: EngineSettings) -> deepseek_v4.Dsv4Pools:
+        """DeepSeek-V4's pool groups on one rank (deepseek_v4.py), from the quota stage_memory gives."""
+        prepared = common.prepare(target, flat_pool=True, settings=settings, rules=self)
+        stage = prepared.stages[-1]
+        memory = self.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
+        return deepseek_v4.plan_pools(target, memory.kv_cache_bytes, settings.block_size, prepared.kv_bytes,
+                                      settings.max_num_seqs or MAX_BATCH_SIZE, settings.max_model_len,
+                                      settings.max_num_batched_tokens or MAX_NUM_TOKENS)
+
     def offload_tier(self, target: PlanInput, settings: EngineSettings, layout: PoolLayout, tokens: int,
                      split: bool) -> tuple[int, list[str]]:
         return host_tier(target.deployment, layout, split)
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         fraction = settings.gpu_memory_utilization
-        stages = common.prepare(target, flat_pool=True, settings=settings).stages
+        stages = common.prepare(target, flat_pool=True, settings=settings, rules=self).stages
         block = _block_bytes(target, settings, stages[-1].decoder_layers, True)
         per_gib = int(as_float32(fraction or FREE_FRACTION) * GiB) // max(1, block // settings.block_size)
         rules = backend(target)
         notes = [f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
                  f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
+        if deepseek_v4.applies(target.spec.layers):  # the bytes given are the quota (deepseek_v4.quota)
+            notes = [deepseek_v4.QUOTA_NOTE]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:
@@ -467,7 +498,7 @@ class TensorRtLlm(PoolRules):
                          f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
                          "weights, replicated on every rank, are counted split over TP (not modelled)")
         cap_note = rules.memory_cap_note(dep)
-        if cap_note and target.gpu.memory_bytes:
+        if cap_note and target.gpu.memory_bytes and not deepseek_v4.applies(target.spec.layers):
             notes.append(cap_note)
         return notes
 

@@ -1,33 +1,298 @@
-"""TensorRT-LLM and DeepSeek-V4's compressed sparse attention: refused by name, saying where the engine builds it.
+"""TensorRT-LLM's pools for DeepSeek-V4's compressed sparse attention (kvplan.models.compressed_attention's layer
+kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend only; each file with the commit read):
 
-The stored NVIDIA/TensorRT-LLM sources do run the model (tensorrt_llm/_torch/models/modeling_deepseekv4.py,
-DeepseekV4ForCausalLM, PyTorch backend only), on a cache manager of its own:
-tensorrt_llm/_torch/attention_backend/sparse/deepseek_v4/cache_manager.py, DeepseekV4CacheManager, a
-KVCacheManagerV2. Its _build_cache_config adds, per compress ratio, up to three manager layers: the sliding window
-(window_size, plus max_draft_len under MTP), the 1-in-ratio compressed latents with the indexer's keys (kept
-whole), and the compressors' fp32 states over ratio (2 x ratio where the compressor overlaps) tokens. Their pool
-groups share the GPU quota in the ratio StorageManager (tensorrt_llm/runtime/kv_cache_manager_v2/
-_storage_manager.py, ratio_from_batch) takes from a typical step (one context request and max_batch_size - 1
-decoding at max_seq_len) and the warmup constraints, in slots rounded to 2 MiB << k pages; tokens_per_block must
-be 128 or 256. kvplan does not model that split, so it refuses instead of planning the layers as the flat token
-pool of other models would hold them.
+- tensorrt_llm/_torch/pyexecutor/model_config.py (id 54702305068): ModelConfig.from_pretrained turns a checkpoint
+  ratio of 0 into 1 and takes window_size from sliding_window;
+- _torch/attention_backend/sparse/deepseek_v4/cache_manager.py@015279e0 DeepseekV4CacheManager: tokens_per_block 128
+  or 256 (asserted), BF16 or FP8 rows; _build_cache_config gives each model layer, by its ratio, manager layers of
+  its own window: ratio 1, the sliding window; ratio 4, the sliding window, the compressed latent with the
+  indexer's key (no window) and the four compressor states (window 2 x 4); ratio 128, the sliding window with its
+  two compressor states (the window's life cycle) and the compressed latent. Each buffer is a block's bytes
+  (_get_attn_bytes_per_block: a compressed block holds tokens_per_block / ratio entries). typical_step: one context
+  request of max_num_tokens and max_batch_size - 1 decoding at max_seq_len (history max_seq_len - 1);
+  constraints: that one decode, and one context of max_num_tokens;
+- .../deepseek_v4/deepseek_v4.py@03c233a7 get_token_bytes: head_dim x (1 B FP8, 2 B BF16) for the sliding window
+  and the compressed latent; index_head_dim + 4 B per 128 for the indexer's fp8 key; fp32 states of state_factor
+  (2 at ratio 4, else 1) x head_dim (x index_head_dim for the indexer's);
+- runtime/kv_cache_manager_v2/_storage/_config.py@1148a82f create_storage_config: one life cycle per (window,
+  sinks), its buffers coalesced by size into pools, largest first; _life_cycle_registry.py@1548780d
+  AttnLifeCycle.get_stale_range: blocks before (history + 1 - window) // tokens_per_block are dropped;
+- _storage_manager.py@00f6bd61 StorageManager: the GPU granularity 2 MiB << min(4, log2(quota / 1 GiB)),
+  ratio_from_batch (the typical step's slots, each pool rounded up to the granularity), the constraints' minimum
+  slots; _storage/_core.py@02e3bf9a ratio_to_slot_count_list shares the quota's grains by that ratio;
+- _torch/pyexecutor/kv_cache_manager_v2.py@00be09f7: the GPU quota is kv_cache_config.max_gpu_total_bytes
+  (--kv-cache-memory), capped by a max_tokens quota where one is set.
+
+Not modelled, refused by name: the free-memory path (KvCacheCreator hands the manager a max_tokens, whose quota
+conversion differs between the stored versions of the two files), MTP (it widens every window and appends ratios),
+pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across ranks in
+tokens, which can only lower it; kvplan keeps the bytes given.
 """
 
 from __future__ import annotations
 
-from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import PackedCache
-from kvplan.models.layers import Layer
+import math
+from collections import defaultdict
+from dataclasses import dataclass
 
-REFUSAL = ("DeepSeek-V4 on TensorRT-LLM is not modelled: its DeepseekV4CacheManager (tensorrt_llm/_torch/"
-           "attention_backend/sparse/deepseek_v4/cache_manager.py, a KVCacheManagerV2) splits the KV memory "
-           "between window, compressed and compressor-state pools by a typical batch, which kvplan does not "
-           "reproduce; plan it with --engine vllm or --engine sglang")
+from kvplan.capacity import SplitPools, TokenPool
+from kvplan.engines.base import PlanInput
+from kvplan.errors import KvplanError
+from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache
+from kvplan.models.layers import Layer, has_compressed_attention
+from kvplan.units import GiB, cdiv
+
+# where none is given: the manager takes 128 or 256 only, and 128 is the default TensorRT-LLM's DeepSeek-V4 example
+# README gives (v1.3.0rc23, as ai-dynamo/aiconfigurator's DSV4 module collector cites it; that README is not stored)
+TOKENS_PER_BLOCK = 128
+BLOCK_SIZES = (128, 256)
+SPARSE_RATIO = 4  # DEEPSEEK_V4_SPARSE_RATIO: the indexed, overlapping-compressor ratio
+RATIOS = (1, 4, 128)  # the metadata's supported ratios
+STATE_BYTES = 4  # compressor_dtype FLOAT
+INDEXER_QUANT_BLOCK, INDEXER_SCALE_BYTES = 128, 4  # indexer_k_dtype fp8: an fp32 scale per 128 values
+GPU_PAGE = 2 << 20  # cache_tier_granularity's page; at most 2 MiB << 4
+MAX_PAGE_SHIFT = 4
+REFUSED = "DeepSeek-V4 on TensorRT-LLM is not modelled"
+QUOTA_NOTE = ("--kv-cache-memory is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes), shared "
+              "between DeepseekV4CacheManager's pool groups; its rows are head_dim x the KV dtype (BF16 under "
+              "auto unless the checkpoint names an FP8 KV cache), not FlashMLA's 584 B")
+
+
+def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
+    return has_compressed_attention(layers)
+
+
+@dataclass(frozen=True)
+class LifeCycle:
+    """One pool group: the buffers of every manager layer with this window (None: every block kept), coalesced by
+    size; a slot is one block of each pool."""
+
+    name: str
+    window: int | None
+    pools: tuple[tuple[int, int], ...]  # (buffers, bytes of one buffer's block), the largest coalesced first
+
+    @property
+    def slot_sizes(self) -> tuple[int, ...]:
+        return tuple(count * size for count, size in self.pools)
+
+    def blocks(self, capacity: int, history: int, block: int) -> int:
+        """Blocks one request holds: its capacity's, less those its window has passed (get_stale_range)."""
+        stale = 0 if self.window is None else max(0, (history + 1 - self.window) // block)
+        return cdiv(capacity, block) - stale
+
+
+def layer_buffers(layer: CompressedSparseAttention, block: int, kv_bytes: int) -> list[tuple[int | None, int]]:
+    """(window, bytes a block) of each buffer one model layer gives the manager (_build_cache_config)."""
+    ratio, latent, window = layer.ratio, layer.latent_dim, layer.window
+    if ratio not in RATIOS:
+        raise KvplanError(f"compress_ratios: TensorRT-LLM's DeepSeek-V4 metadata takes ratios 0/1, 4 and 128, "
+                          f"not {ratio}")
+    buffers: list[tuple[int | None, int]] = [(window, latent * kv_bytes * block)]
+    if ratio == SPARSE_RATIO:
+        key = layer.index_head_dim + layer.index_head_dim // INDEXER_QUANT_BLOCK * INDEXER_SCALE_BYTES
+        states = 2 * ratio  # overlapping compressor: a state window of 2 x ratio
+        buffers += [(None, latent * kv_bytes * block // ratio), (None, key * block // ratio)]
+        buffers += [(states, 2 * latent * STATE_BYTES * block)] * 2
+        buffers += [(states, 2 * layer.index_head_dim * STATE_BYTES * block)] * 2
+    elif ratio > 1:  # the states share the sliding window's manager layer
+        buffers += [(window, latent * STATE_BYTES * block)] * 2 + [(None, latent * kv_bytes * block // ratio)]
+    return buffers
+
+
+def life_cycles(layers: list[CompressedSparseAttention], block: int, kv_bytes: int) -> tuple[LifeCycle, ...]:
+    """create_storage_config: life cycles in the order the layers first name them, each's pools by size."""
+    by_window: dict[int | None, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for layer in layers:
+        for window, size in layer_buffers(layer, block, kv_bytes):
+            by_window[window][size] += 1
+    cycles = tuple(LifeCycle("compressed" if window is None else f"window {window}", window,
+                             tuple(sorted(((n, s) for s, n in sizes.items()), key=lambda p: -p[0] * p[1])))
+                   for window, sizes in by_window.items())
+    if len({cycle.slot_sizes for cycle in cycles}) < len(cycles):
+        raise KvplanError(f"{REFUSED} where two life cycles share one slot layout (one pool group, not read here)")
+    return cycles
+
+
+def granularity(quota: int) -> int:
+    """CacheLevelManager.cache_tier_granularity for GPU memory."""
+    return GPU_PAGE << min(MAX_PAGE_SHIFT, max(0, int(math.log(quota / GiB, 2))))
+
+
+def grains(slots: int, sizes: tuple[int, ...], grain: int) -> int:
+    """_grains_for_slots: every pool rounded up to whole grains."""
+    return sum(cdiv(slots * size, grain) for size in sizes)
+
+
+def slots_in(budget: int, sizes: tuple[int, ...], grain: int) -> tuple[int, int]:
+    """_grains_to_slots: the most slots `budget` grains hold (a first guess sharing the grains by slot size, then
+    raised while they fit), and the grains those take."""
+    if budget < sum(cdiv(size, grain) for size in sizes):
+        return 0, 0
+    guess, left, order = 1 << 63, budget, sorted(sizes)
+    for index, size in enumerate(order):
+        share = max(cdiv(size, grain), round(left * (size / sum(order[index:]))))
+        guess, left = min(guess, share * grain // size), left - share
+    low, step = guess, 1
+    while grains(low + step, sizes, grain) <= budget:
+        low, step = low + step, step * 2
+    high = low + step
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (mid, high) if grains(mid, sizes, grain) <= budget else (low, mid)
+    return low, grains(low, sizes, grain)
+
+
+def share_slots(total: int, sizes: list[tuple[int, ...]], ratio: list[float], grain: int,
+                floor: list[int]) -> list[int]:
+    """ratio_to_slot_count_list: the grains shared by ratio, smallest share first; a group at or below its
+    minimum is pinned there and the rest shared again; then each raised while its grains still hold one more."""
+    counts, left, active = [0] * len(sizes), total // grain, list(range(len(sizes)))
+    while active:
+        budget, got = left, {}
+        ordered = sorted(active, key=lambda g: ratio[g])
+        for index, group in enumerate(ordered):
+            part = ratio[group] / sum(ratio[g] for g in ordered[index:])
+            got[group], used = slots_in(round(budget * part), sizes[group], grain)
+            budget -= used
+        pinned = [group for group in active if got[group] <= floor[group]]
+        if not pinned:
+            counts = [got.get(g, counts[g]) for g in range(len(sizes))]
+            break
+        for group in pinned:
+            counts[group], used = slots_in(grains(floor[group], sizes[group], grain), sizes[group], grain)
+            left -= used
+        active = [group for group in active if group not in pinned]
+        if active and left <= 0:
+            raise KvplanError(f"the KV quota ({total:,} B) cannot hold TensorRT-LLM's minimum DeepSeek-V4 pools")
+    for group, size in enumerate(sizes):
+        while grains(counts[group] + 1, size, grain) <= grains(counts[group], size, grain):
+            counts[group] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The manager's typical step and constraints: (capacity, history) of each request."""
+
+    typical: tuple[tuple[int, int], ...]
+    constraints: tuple[tuple[tuple[int, int], ...], ...]
+
+    @classmethod
+    def of(cls, max_batch_size: int, max_seq_len: int, max_num_tokens: int) -> Batch:
+        decode = (max_seq_len, max_seq_len - 1)
+        return cls(((max_num_tokens, 0),) + (decode,) * (max_batch_size - 1),
+                   ((decode,), ((max_num_tokens, 0),)))
+
+
+@dataclass(frozen=True)
+class Dsv4Pools:
+    """The pool groups of one rank and the slots (blocks) each holds."""
+
+    cycles: tuple[LifeCycle, ...]
+    slots: tuple[int, ...]
+    block: int
+    quota: int
+    grain: int
+
+    def group_bytes(self, index: int) -> int:
+        return sum(self.slots[index] * size for size in self.cycles[index].slot_sizes)
+
+
+def dsv4_pools(cycles: tuple[LifeCycle, ...], quota: int, block: int, batch: Batch) -> Dsv4Pools:
+    """StorageManager.__init__: the ratio from the typical step (pools rounded up to the granularity), the minimum
+    slots from the constraints (at least 1), the quota rounded up to the granularity and shared."""
+    grain = granularity(quota)
+
+    def slots(requests: tuple[tuple[int, int], ...]) -> list[int]:
+        return [sum(cycle.blocks(cap, hist, block) for cap, hist in requests) for cycle in cycles]
+
+    sizes = [cycle.slot_sizes for cycle in cycles]
+    typical = slots(batch.typical)
+    wanted = [sum(cdiv(n * size, grain) * grain for size in group) for n, group in zip(typical, sizes, strict=True)]
+    ratio = [part / sum(wanted) for part in wanted]
+    floor = [max([1] + [slots(c)[g] for c in batch.constraints]) for g in range(len(cycles))]
+    least = sum(grains(n, group, grain) for n, group in zip(floor, sizes, strict=True)) * grain
+    total = max(least, cdiv(quota, grain) * grain)
+    return Dsv4Pools(cycles, tuple(share_slots(total, sizes, ratio, grain, floor)), block, quota, grain)
+
+
+@dataclass(frozen=True)
+class LifeCycleCache(PackedCache):
+    """A pool group's page rule for kvplan's SplitPools: a request of `context` tokens holds its blocks less those
+    its window has passed (window 0: every block), as at history context - 1."""
+
+    def blocks_per_request(self, context: int, block_size: int, max_num_batched_tokens: int) -> int:
+        cycle = LifeCycle(self.role, self.window or None, ())
+        return cycle.blocks(context, context - 1, block_size)
+
+
+def check_deployment(target: PlanInput) -> None:
+    """Refuse by name what DeepseekV4CacheManager does that kvplan does not model."""
+    dep = target.deployment
+    refused = {"kv_cache_memory_bytes": (dep.kv_cache_memory_bytes is None, "without --kv-cache-memory: "
+                                         "DeepseekV4CacheManager (a KVCacheManagerV2) takes its GPU quota from "
+                                         "kv_cache_config.max_gpu_total_bytes, while the free-memory path hands it "
+                                         "a max_tokens whose quota kvplan does not read; give the KV bytes per rank"),
+               "speculative_config": (bool(dep.speculative_config), "with MTP: DeepseekV4CacheManager widens every "
+                                                                    "window by max_draft_len and appends ratios"),
+               "pipeline_parallel_size": (dep.pipeline_parallel_size > 1, "with pipeline parallelism"),
+               "attention_data_parallel_size": (dep.attention_data_parallel_size is not None, "with attention DP"),
+               "backend": (dep.backend not in (None, "pytorch"), "on the TensorRT engine backend: "
+                                                                "DeepseekV4CacheManager is the PyTorch backend's")}
+    for field, (given, what) in refused.items():
+        if given:
+            raise KvplanError(f"{REFUSED} {what}", dep.where(field) if field != "kv_cache_memory_bytes" else None)
+    if dep.block_size is not None and dep.block_size not in BLOCK_SIZES:
+        raise KvplanError(f"DeepseekV4CacheManager requires tokens_per_block 128 or 256, not {dep.block_size}",
+                          dep.where("block_size"))
+    if dep.kv_cache_dtype not in ("auto", "bfloat16", "fp8", "fp8_e4m3"):
+        raise KvplanError(f"DeepseekV4CacheManager keeps BF16 or FP8 rows, not --kv-cache-dtype "
+                          f"{dep.kv_cache_dtype}", dep.where("kv_cache_dtype"))
+
+
+def quota(target: PlanInput, available: int) -> int:
+    """The GPU quota KVCacheManagerV2 takes: max_gpu_total_bytes, where it is no more than the free memory's
+    share (which would otherwise set the manager's max_tokens, not modelled)."""
+    given = target.deployment.kv_cache_memory_bytes or 0
+    if target.gpu.memory_bytes and given > available:
+        raise KvplanError(f"{REFUSED} with --kv-cache-memory ({given:,} B) above the free memory's share "
+                          f"({available:,} B): the max_tokens KvCacheCreator sets then caps the quota, not read here")
+    return given
+
+
+def plan_pools(target: PlanInput, kv_quota: int, block: int, kv_bytes: int, max_batch_size: int,
+               max_seq_len: int, max_num_tokens: int) -> Dsv4Pools:
+    layers = [layer for layer in target.spec.layers if isinstance(layer, CompressedSparseAttention)]
+    return dsv4_pools(life_cycles(layers, block, kv_bytes), kv_quota, block,
+                      Batch.of(max_batch_size, max_seq_len, max_num_tokens))
+
+
+def split_pools(pools: Dsv4Pools, chunk: int) -> SplitPools:
+    """The pool groups as kvplan's SplitPools, the compressed one first (its tokens are the plan's): a slot holds
+    one block of tokens in every layer of its life cycle."""
+    order = sorted(range(len(pools.cycles)), key=lambda i: pools.cycles[i].window is not None)
+    token_pools = tuple(TokenPool(pools.cycles[i].name, pools.slots[i] * pools.block,
+                                  cdiv(sum(pools.cycles[i].slot_sizes), pools.block),
+                                  LifeCycleCache(pools.cycles[i].name, 0, 0, 0, 1, 0, pools.cycles[i].window or 0))
+                        for i in order)
+    return SplitPools(token_pools, pools.block, chunk)
+
+
+def note(pools: Dsv4Pools) -> str:
+    groups = ", ".join(f"{cycle.name} {slots:,} blocks ({pools.group_bytes(i):,} B: "
+                       + " + ".join(f"{n} x {size:,} B" for n, size in cycle.pools) + ")"
+                       for i, (cycle, slots) in enumerate(zip(pools.cycles, pools.slots, strict=True)))
+    return (f"DeepSeek-V4 (TensorRT-LLM DeepseekV4CacheManager on KVCacheManagerV2): a {pools.quota:,} B quota in "
+            f"{pools.grain >> 20} MiB grains, {pools.block}-token blocks, shared by the typical step's needs: "
+            f"{groups}")
 
 
 def flat_layer(layer: Layer) -> Layer:
-    """A cache layer in TensorRT-LLM's token pool: DeepSeek-V4's caches are refused by name; every other kind
-    keeps every token (its as_full)."""
-    if isinstance(layer, PackedCache):
-        raise KvplanError(REFUSAL)
-    return layer.as_full()
+    """A cache layer in TensorRT-LLM's pool: DeepSeek-V4's caches stay as they are (their pools are sized by
+    dsv4_pools, not from the flat layout); every other kind keeps every token (its as_full)."""
+    return layer if isinstance(layer, PackedCache) else layer.as_full()
+
+
+def default_block(layers: tuple[Layer, ...] | list[Layer]) -> int | None:
+    """tokens_per_block where none is given: 128 for DeepSeek-V4 (the manager refuses TensorRT-LLM's 32)."""
+    return TOKENS_PER_BLOCK if applies(layers) else None
