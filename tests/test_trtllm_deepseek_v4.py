@@ -124,4 +124,4 @@ def test_unmodelled_paths_are_refused_by_name(flags, message):
 def test_quota_above_the_free_share_is_refused(capsys):
     code, _, err = run_cli(capsys, "estimate", "--model", str(FLASH), "--gpu", "h200", "--engine", "trtllm",
                            "--tp-size", "8", "--kv-cache-memory", "200GiB")
-    assert code == 2 and "max_tokens" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "workspace reserve" in err and len(err.strip().splitlines()) == 1

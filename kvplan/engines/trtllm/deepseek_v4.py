@@ -20,13 +20,14 @@ kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend onl
 - _storage_manager.py@00f6bd61 StorageManager: the GPU granularity 2 MiB << min(4, log2(quota / 1 GiB)),
   ratio_from_batch (the typical step's slots, each pool rounded up to the granularity), the constraints' minimum
   slots; _storage/_core.py@02e3bf9a ratio_to_slot_count_list shares the quota's grains by that ratio;
-- _torch/pyexecutor/kv_cache_manager_v2.py@00be09f7: the GPU quota is kv_cache_config.max_gpu_total_bytes
-  (--kv-cache-memory), capped by a max_tokens quota where one is set.
+- _torch/pyexecutor/kv_cache_manager_v2.py@00be09f7: the GPU quota is kv_cache_config.max_gpu_total_bytes, capped by
+  a max_tokens quota where one is set; _torch/pyexecutor/_util.py@00043967 KvCacheCreator.configure_kv_cache_capacity
+  leaves max_tokens to the user for V2 and sets max_gpu_total_bytes to the smaller of the free memory's share (less a
+  context-MLA workspace reserve, get_attention_workspace_bytes_per_token) and the bytes given (--kv-cache-memory).
 
-Not modelled, refused by name: the free-memory path (KvCacheCreator hands the manager a max_tokens, whose quota
-conversion differs between the stored versions of the two files), MTP (it widens every window and appends ratios),
-pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across ranks in
-tokens, which can only lower it; kvplan keeps the bytes given.
+Not modelled, refused by name: a quota from the free memory (the workspace reserve's source is not stored), MTP
+(it widens every window and appends ratios), pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py
+also re-syncs the quota across ranks in tokens, which can only lower it; kvplan keeps the bytes given.
 """
 
 from __future__ import annotations
@@ -231,8 +232,9 @@ def check_deployment(target: PlanInput) -> None:
     dep = target.deployment
     refused = {"kv_cache_memory_bytes": (dep.kv_cache_memory_bytes is None, "without --kv-cache-memory: "
                                          "DeepseekV4CacheManager (a KVCacheManagerV2) takes its GPU quota from "
-                                         "kv_cache_config.max_gpu_total_bytes, while the free-memory path hands it "
-                                         "a max_tokens whose quota kvplan does not read; give the KV bytes per rank"),
+                                         "kv_cache_config.max_gpu_total_bytes, which KvCacheCreator otherwise sets "
+                                         "from the free memory less a context-MLA workspace reserve kvplan does not "
+                                         "read; give the KV bytes per rank"),
                "speculative_config": (bool(dep.speculative_config), "with MTP: DeepseekV4CacheManager widens every "
                                                                     "window by max_draft_len and appends ratios"),
                "pipeline_parallel_size": (dep.pipeline_parallel_size > 1, "with pipeline parallelism"),
@@ -251,12 +253,13 @@ def check_deployment(target: PlanInput) -> None:
 
 
 def quota(target: PlanInput, available: int) -> int:
-    """The GPU quota KVCacheManagerV2 takes: max_gpu_total_bytes, where it is no more than the free memory's
-    share (which would otherwise set the manager's max_tokens, not modelled)."""
+    """The GPU quota KVCacheManagerV2 takes: max_gpu_total_bytes as given, where it is no more than the free
+    memory's share (KvCacheCreator keeps the smaller)."""
     given = target.deployment.kv_cache_memory_bytes or 0
     if target.gpu.memory_bytes and given > available:
         raise KvplanError(f"{REFUSED} with --kv-cache-memory ({given:,} B) above the free memory's share "
-                          f"({available:,} B): the max_tokens KvCacheCreator sets then caps the quota, not read here")
+                          f"({available:,} B): KvCacheCreator's quota is then that share less a context-MLA "
+                          "workspace reserve kvplan does not read")
     return given
 
 
