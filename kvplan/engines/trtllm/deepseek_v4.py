@@ -25,9 +25,10 @@ kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend onl
   leaves max_tokens to the user for V2 and sets max_gpu_total_bytes to the smaller of the free memory's share (less a
   context-MLA workspace reserve, get_attention_workspace_bytes_per_token) and the bytes given (--kv-cache-memory).
 
-Not modelled, refused by name: a quota from the free memory (the workspace reserve's source is not stored), MTP
-(it widens every window and appends ratios), pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py
-also re-syncs the quota across ranks in tokens, which can only lower it; kvplan keeps the bytes given.
+Not modelled, refused by name: a quota from the free memory (its context-MLA workspace reserve,
+get_mla_context_workspace_reserve, is not modelled), MTP (it widens every window and appends ratios), pipeline
+parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across ranks in tokens, which
+can only lower it; kvplan keeps the bytes given.
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ def check_deployment(target: PlanInput) -> None:
                                          "DeepseekV4CacheManager (a KVCacheManagerV2) takes its GPU quota from "
                                          "kv_cache_config.max_gpu_total_bytes, which KvCacheCreator otherwise sets "
                                          "from the free memory less a context-MLA workspace reserve kvplan does not "
-                                         "read; give the KV bytes per rank"),
+                                         "model; give the KV bytes per rank"),
                "speculative_config": (bool(dep.speculative_config), "with MTP: DeepseekV4CacheManager widens every "
                                                                     "window by max_draft_len and appends ratios"),
                "pipeline_parallel_size": (dep.pipeline_parallel_size > 1, "with pipeline parallelism"),
@@ -259,7 +260,7 @@ def quota(target: PlanInput, available: int) -> int:
     if target.gpu.memory_bytes and given > available:
         raise KvplanError(f"{REFUSED} with --kv-cache-memory ({given:,} B) above the free memory's share "
                           f"({available:,} B): KvCacheCreator's quota is then that share less a context-MLA "
-                          "workspace reserve kvplan does not read")
+                          "workspace reserve kvplan does not model")
     return given
 
 
