@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.models.model import ModelSpec
-from kvplan.models.modelopt import excluded_roles
+from kvplan.models.modelopt import LM_HEAD, excluded_roles, is_excluded
 
 FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # AutoRound (quantization/auto_round.py AutoRoundConfig) loads through vLLM's GPTQ or AWQ linear methods by its
@@ -134,7 +134,7 @@ def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None,
     else:
         (dense, experts), note = _decoder_bytes(spec, params.total - outside, dtype_bytes, method, mxfp4)
         decoder = dense + experts
-    return WeightLayout(params.embeddings * dtype_bytes, params.lm_head * dtype_bytes, decoder // layers,
+    return WeightLayout(params.embeddings * dtype_bytes, _lm_head_bytes(spec, dtype_bytes, method), decoder // layers,
                         params.vision * dtype_bytes, note, experts // layers,
                         spec.moe.num_experts if spec.moe is not None else 0)
 
@@ -146,6 +146,8 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
     quant = spec.quantization
     experts = spec.params.experts
     dense = linear - experts
+    if method == "modelopt_mixed" and quant is not None and quant.formats and spec.params.by_layer:
+        return mixed_bytes(spec, linear, dtype_bytes)
     if method in MODELOPT_BYTES and quant is not None and quant.source and spec.params.by_layer:
         return modelopt_bytes(spec, linear, dtype_bytes, method), ""
     if method is None:
@@ -183,6 +185,10 @@ def _nvfp4(count: int, group: int) -> int:
     return count // 2 + count // group
 
 
+def _mxfp8(count: int, group: int) -> int:
+    return count + count // 32
+
+
 # Bytes of `count` weights of one linear module as ModelOpt stores them (vLLM 0.33.0 quantization/modelopt.py
 # create_weights, KFp8StaticTensor and KNvfp4Static): FP8 one byte a weight; NVFP4 two 4-bit values a byte and
 # one float8_e4m3fn scale per group_size (16) values along the input. The per-module float32 scalars (FP8's
@@ -209,3 +215,57 @@ def modelopt_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str) 
         experts += layer.experts * dtype_bytes if "experts" in roles else weigh(layer.experts, group)
     counted = sum(p.mixer + p.mlp + p.experts + p.loose for p in spec.params.by_layer)
     return dense + (linear - counted) * dtype_bytes, experts
+
+
+# Bytes of a MIXED_PRECISION module by its quantized_layers quant_algo (kvplan.models.modelopt.MIXED_FORMATS), as
+# MODELOPT_BYTES: FP8 and the block FP8s one byte a weight (Fp8Config's block scales not counted); NVFP4 and
+# W4A16_NVFP4 (one packing: vLLM 0.33.0 modelopt.py KNvfp4Static) half a byte and an FP8 scale per group; MXFP8
+# one byte and one E8M0 scale byte per 32 along the input (KMxfp8Static; SGLang 0.5.23 modelopt_quant.py gives it
+# Fp8Config(weight_block_size=[1, 32], use_mxfp8=True), the same bytes).
+MIXED_BYTES = {"FP8": _fp8, "FP8_PB_WO": _fp8, "FP8_BLOCK_SCALES": _fp8, "NVFP4": _nvfp4, "W4A16_NVFP4": _nvfp4,
+               "MXFP8": _mxfp8}
+
+
+def _held(count: int, algos: list[str], group: int, dtype_bytes: int) -> int:
+    """A role's bytes in the widest of its modules' formats; the model dtype where quantized_layers names none of
+    them (both engines' get_quant_method: unquantized) or an algorithm kvplan does not weigh."""
+    return max((MIXED_BYTES[a](count, group) if a in MIXED_BYTES else count * dtype_bytes for a in algos),
+               default=count * dtype_bytes)
+
+
+def mixed_bytes(spec: ModelSpec, linear: int, dtype_bytes: int) -> tuple[tuple[int, int], str]:
+    """modelopt_bytes for a MIXED_PRECISION checkpoint: each decoder layer's roles in the formats its
+    quantized_layers entries name (vLLM 0.33.0 and SGLang 0.5.23 modelopt ModelOptMixedPrecisionConfig resolve
+    each module's quant_algo by its path, a routed-experts module by any entry under it); exclude_modules first.
+    Modules of one role are taken to share a format; where the map gives a role several, the widest, noted."""
+    quant = spec.quantization
+    assert quant is not None
+    table: dict[tuple[int, str], list[str]] = {}
+    for index, role, algo in quant.formats:
+        table.setdefault((index, role), []).append(algo)
+    group = quant.group_size or 16
+    dense = experts = 0
+    for index, layer in enumerate(spec.params.by_layer):
+        roles = excluded_roles(quant.unquantized, index)
+        dense += layer.loose * dtype_bytes
+        held = {role: count * dtype_bytes if role in roles else _held(count, table.get((index, role), []), group,
+                                                                       dtype_bytes)
+                for role, count in (("mixer", layer.mixer), ("mlp", layer.mlp), ("experts", layer.experts))}
+        dense += held["mixer"] + held["mlp"]
+        experts += held["experts"]
+    counted = sum(p.mixer + p.mlp + p.experts + p.loose for p in spec.params.by_layer)
+    mixes = sorted({role for (index, role), algos in table.items() if index != LM_HEAD and len(set(algos)) > 1})
+    note = (f"quantized_layers gives the {' and '.join(mixes)} of some layers several formats; each weighed at "
+            "its widest") if mixes else ""
+    return (dense + (linear - counted) * dtype_bytes, experts), note
+
+
+def _lm_head_bytes(spec: ModelSpec, dtype_bytes: int, method: str | None) -> int:
+    """lm_head at the model dtype, or in the format a MIXED_PRECISION map names for it (both engines build
+    ParallelLMHead with the quant config, e.g. vLLM 0.33.0 models qwen3_5.py, SGLang 0.5.23 qwen3_5_text.py, and
+    resolve 'lm_head' like any module) unless exclude_modules names it."""
+    count, quant = spec.params.lm_head, spec.quantization
+    if method != "modelopt_mixed" or quant is None or is_excluded(quant.unquantized, "lm_head"):
+        return count * dtype_bytes
+    algos = [algo for index, _, algo in quant.formats if index == LM_HEAD]
+    return _held(count, algos, quant.group_size or 16, dtype_bytes)

@@ -88,8 +88,11 @@ def test_kv_cache_scheme_forms(scheme, algo):
 def test_fp8_and_mixed_algos():
     fp8 = parse_config(inline(quant_algo="FP8"), "m", SpecSource("local", "m")).quantization
     assert fp8 is not None and (fp8.method, fp8.bits) == ("modelopt", 8)
-    mixed = parse_config(inline(quant_algo="MIXED_PRECISION"), "m", SpecSource("local", "m")).quantization
+    layers = {"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}}  # tests/test_modelopt_mixed.py weighs it
+    mixed = parse_config(inline(quant_algo="MIXED_PRECISION", quantized_layers=layers), "m",
+                         SpecSource("local", "m")).quantization
     assert mixed is not None and mixed.method == "modelopt_mixed"
+    assert mixed.formats == ((0, "mixer", "FP8"),)
 
 
 @pytest.mark.parametrize(("changes", "message"), [

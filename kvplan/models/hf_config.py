@@ -123,6 +123,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     quant = _expert_format(lm, quant)
     max_context, context_note = _max_context(lm, family)
     notes = ([context_note] if context_note else []) + served_note + _compressed_notes(layers)
+    notes += modelopt.check_formats(quant, allow_unmodelled, where)
 
     params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
                                                             layers, moe, tie))
@@ -602,6 +603,7 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
     if q is None:
         return None
     if modelopt.is_inline(q.data):
+        q.accessed.add(q.path)  # read whole: `kvplan models import` keeps it (quantized_layers with it)
         return modelopt.parse_inline_config(q.data, q.where)
     method = q.text(("quant_method", "quant_algo")) or "unknown"
     bits = q.optional_int(("bits", "w_bit", "weight_bits", "num_bits"))

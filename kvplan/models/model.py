@@ -55,6 +55,9 @@ class Quantization:
     source: str = ""
     # the routed experts' own format beside the rest's (DeepSeek-V4's expert_dtype "fp4": MXFP4); None: the same
     expert_format: str | None = None
+    # MIXED_PRECISION's quantized_layers, as (decoder layer, role, quant_algo) once each; lm_head at layer -1
+    # (kvplan.models.modelopt.mixed_formats); empty for any other quantization
+    formats: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,9 @@ def _quantization_dict(quant: Quantization | None) -> dict[str, Any] | None:
     for key in ("kv_cache_quant_algo", "source"):
         if not shown[key]:
             del shown[key]
+    formats = shown.pop("formats")
+    if formats:  # how many decoder layers (and lm_head) hold each role in each format
+        shown["formats"] = dict(Counter(f"{role} {algo}" for _, role, algo in formats))
     return shown
 
 

@@ -7,6 +7,7 @@ quant_algo: FP8, FP8_PER_CHANNEL_PER_TOKEN and FP8_PB_WO 'modelopt', NVFP4 'mode
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -32,7 +33,7 @@ def parse_quant_config(document: Any, where: str) -> Quantization:
     kv_algo = section.get("kv_cache_quant_algo")
     if kv_algo is not None and not isinstance(kv_algo, str):
         raise KvplanError(f"quantization.kv_cache_quant_algo must be a string or null, got {kv_algo!r}", where)
-    return _quantization(algo, kv_algo, excluded, group, QUANT_FILE)
+    return _quantization(algo, kv_algo, excluded, group, QUANT_FILE, section, where)
 
 
 def _checked(section: dict[str, Any], prefix: str, excluded_key: str, excluded: Any,
@@ -50,12 +51,89 @@ def _checked(section: dict[str, Any], prefix: str, excluded_key: str, excluded: 
 
 
 def _quantization(algo: str, kv_algo: str | None, excluded: list[str], group: int | None,
-                  source: str) -> Quantization:
+                  source: str, section: dict[str, Any], where: str) -> Quantization:
     method = METHODS[algo.upper()]
+    formats: tuple[tuple[int, str, str], ...] = ()
+    if method == "modelopt_mixed":
+        formats, group = mixed_formats(section.get("quantized_layers"), group, where)
     if method == "modelopt_fp4":
         group = group or NVFP4_GROUP
     return Quantization(method, BITS.get(method), group, tuple(excluded),
-                        kv_algo.upper() if kv_algo else None, source)
+                        kv_algo.upper() if kv_algo else None, source, formats=formats)
+
+
+# The per-module algorithms of a MIXED_PRECISION checkpoint that both engines load in a format: vLLM 0.33.0
+# quantization/modelopt.py ModelOptMixedPrecisionConfig.get_quant_method (LINEAR_ALGOS, _BLOCK_FP8_MOE_ALGOS) and
+# SGLang 0.5.23 srt/layers/quantization/modelopt_quant.py ModelOptMixedPrecisionConfig.get_quant_method. Any
+# other (FP8_PER_CHANNEL_PER_TOKEN, which SGLang leaves unquantized there; vLLM's b12x block codecs) is refused.
+MIXED_FORMATS = ("FP8", "FP8_PB_WO", "FP8_BLOCK_SCALES", "NVFP4", "W4A16_NVFP4", "MXFP8")
+LM_HEAD = -1  # the layer index of lm_head's entry in Quantization.formats
+# A decoder layer's module path: the text stack's prefix (bare 'layers.', 'model.', 'backbone.', the VL wrappers'
+# 'language_model.model.' / 'model.language_model.'), the index, the module under it; MTP and tower stacks differ.
+_LAYER_KEY = re.compile(r"^(?:model\.|backbone\.|language_model\.(?:model\.)?|model\.language_model\.)?"
+                        r"layers\.(\d+)\.(.+)$")
+MLP_BLOCKS = ("mlp", "ffn", "block_sparse_moe", "feed_forward")
+
+
+def module_role(local: str) -> str:
+    """The role (kvplan.models.model.LayerParams) of a module under 'layers.N.': routed experts ('...experts.E.w1',
+    'ffn.experts'), the MLP outside them (shared experts, Nemotron's latent projections), else the mixer."""
+    parts = local.split(".")
+    if "experts" in parts:
+        return "experts"
+    if parts[0] in MLP_BLOCKS or any(p.startswith("shared_expert") for p in parts) or "latent_proj" in local:
+        return "mlp"
+    return "mixer"
+
+
+def mixed_formats(layers: Any, group: int | None, where: str) -> tuple[tuple[tuple[int, str, str], ...], int]:
+    """quantized_layers read as both engines read it (module path -> quant_algo; a module it does not name is
+    unquantized), as (layer, role, algo) once each, lm_head as layer LM_HEAD; and the NVFP4 group size: the
+    config's, else the first NVFP4 or W4A16_NVFP4 entry's, else 16 (vLLM 0.33.0 modelopt.py
+    ModelOptMixedPrecisionConfig._from_config)."""
+    if not isinstance(layers, dict) or not layers:
+        raise KvplanError("quant_algo MIXED_PRECISION needs a non-empty 'quantized_layers' map of module names to "
+                          "{quant_algo: ...} (vLLM and SGLang refuse it without one)", where)
+    found: dict[tuple[int, str, str], None] = {}
+    for name, info in layers.items():
+        algo = info.get("quant_algo") if isinstance(info, dict) else None
+        if not isinstance(algo, str):
+            raise KvplanError(f"quantized_layers.{name} must be an object with a string quant_algo", where)
+        algo = algo.upper()
+        if group is None and algo in ("NVFP4", "W4A16_NVFP4"):
+            group = info.get("group_size", NVFP4_GROUP)
+        if name == "lm_head" or name.endswith(".lm_head"):
+            found[(LM_HEAD, "lm_head", algo)] = None
+        elif match := _LAYER_KEY.match(name):
+            found[(int(match.group(1)), module_role(match.group(2)), algo)] = None
+    group = NVFP4_GROUP if group is None else group
+    if isinstance(group, bool) or not isinstance(group, int) or group <= 0:
+        raise KvplanError(f"quantized_layers: group_size must be a positive integer, got {group!r}", where)
+    return tuple(found), group
+
+
+def unknown_formats(quant: Quantization | None) -> list[str]:
+    """The algorithms a MIXED_PRECISION map names that kvplan does not weigh, sorted."""
+    return sorted({algo for _, _, algo in quant.formats if algo not in MIXED_FORMATS}) if quant else []
+
+
+def check_formats(quant: Quantization | None, allow_unmodelled: bool, where: str) -> list[str]:
+    """Refuse a MIXED_PRECISION map naming an algorithm kvplan does not weigh, naming it; with allow_unmodelled,
+    the note that those modules are counted at the model dtype."""
+    unknown = unknown_formats(quant)
+    if not unknown:
+        return []
+    named = ", ".join(unknown)
+    if not allow_unmodelled:
+        raise KvplanError(f"quantized_layers names quant_algo {named}, which kvplan does not model (it weighs "
+                          f"{', '.join(MIXED_FORMATS)}); --allow-unmodelled counts those modules at the model "
+                          "dtype", where)
+    return [f"quantized_layers: quant_algo {named} not modelled; those modules counted at the model dtype"]
+
+
+def is_excluded(excluded: tuple[str, ...], name: str) -> bool:
+    """Whether exclude_modules names module `name` ('lm_head') exactly or by wildcard."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _patterns(excluded))
 
 
 INLINE_SOURCE = "config.json"
@@ -89,7 +167,7 @@ def parse_inline_config(section: dict[str, Any], where: str) -> Quantization:
     hf_quant_config.json. where: the config, for errors."""
     algo, excluded, group = _checked(section, "quantization_config", "ignore",
                                      section.get("ignore", section.get("exclude_modules", [])), where)
-    return _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE)
+    return _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE, section, where)
 
 
 def _patterns(excluded: tuple[str, ...]) -> list[str]:
