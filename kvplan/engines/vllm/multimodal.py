@@ -11,7 +11,8 @@ to the later name in 0.23.0 and 0.33.0; 0.11.0's v1/worker/utils.py took the fir
 _get_max_items allows: budget // tokens per item, at most max_num_seqs x the items one prompt holds (its limit,
 and max_model_len // tokens per item, at least 1), at least 1. Through the decoder's dummy run it keeps the items'
 outputs in the encoder cache and their inputs on the GPU (its batched_dummy_mm_inputs, floating tensors in the model
-dtype: multimodal/processing/context.py _postprocess_output), so both add to the decoder's peak. The tower's own run
+dtype: multimodal/processing/context.py _postprocess_output), so both add to the decoder's peak; profile_run holds them
+so in 0.19.0, 0.20.0 and 0.22.0 too, as the v0.19 Gemma 3 logs confirm (tests/test_multimodal_v019.py). The tower's own run
 comes first and is freed; the profiled peak is the larger of the two phases (torch's allocated peak over the whole
 profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4 only."""
 
