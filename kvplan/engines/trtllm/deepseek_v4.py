@@ -56,8 +56,9 @@ GPU_PAGE = 2 << 20  # cache_tier_granularity's page; at most 2 MiB << 4
 MAX_PAGE_SHIFT = 4
 REFUSED = "DeepSeek-V4 on TensorRT-LLM is not modelled"
 QUOTA_NOTE = ("--kv-cache-memory is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes), shared "
-              "between DeepseekV4CacheManager's pool groups; its rows are head_dim x the KV dtype (BF16 under "
-              "auto unless the checkpoint names an FP8 KV cache), not FlashMLA's 584 B")
+              "between DeepseekV4CacheManager's pool groups, as long as the free memory's share less KvCacheCreator's "
+              "context-MLA workspace reserve (not modelled) still holds it; its rows are head_dim x the KV dtype "
+              "(BF16 under auto unless the checkpoint names an FP8 KV cache), not FlashMLA's 584 B")
 
 
 def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
@@ -255,7 +256,8 @@ def check_deployment(target: PlanInput) -> None:
 
 def quota(target: PlanInput, available: int) -> int:
     """The GPU quota KVCacheManagerV2 takes: max_gpu_total_bytes as given, where it is no more than the free
-    memory's share (KvCacheCreator keeps the smaller)."""
+    memory's share (KvCacheCreator keeps the smaller; its workspace reserve, get_mla_context_workspace_reserve, is
+    taken to leave the bytes whole)."""
     given = target.deployment.kv_cache_memory_bytes or 0
     if target.gpu.memory_bytes and given > available:
         raise KvplanError(f"{REFUSED} with --kv-cache-memory ({given:,} B) above the free memory's share "
