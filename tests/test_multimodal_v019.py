@@ -1,5 +1,6 @@
 """vLLM 0.19's encoder profiling holds the dummy multimodal inputs through the decoder's run, as 0.23 and 0.33 do
-(issue 20 item 4, issue 18), checked against the three v0.19 Gemma 3 logs (data/calibration.yaml C17, L06, L07).
+(issue 20 item 4, issue 18), checked against the three v0.19 Gemma 3 logs (data/calibration.yaml C17, L06, L07); and
+the encoder outputs' padding in 0.11 and 0.12 (multimodal.held_rows).
 
 Read in the 0.19.0 wheel: v1/worker/gpu_model_runner.py profile_run binds batched_dummy_mm_inputs (from
 _get_mm_dummy_batch, group_and_batch_mm_kwargs(..., device=self.device)) and the encoder outputs (also put in
@@ -12,6 +13,12 @@ from __future__ import annotations
 import pytest
 
 from kvplan.calibration import vllm as calibration
+from kvplan.deployment import Deployment
+from kvplan.engines import plan_deployment
+from kvplan.engines.vllm.multimodal import Item, held_rows
+from kvplan.hardware import find_gpu
+from kvplan.models.sources import resolve
+from kvplan.plan import GpuChoice
 from kvplan.units import GiB, MiB
 
 ENTRIES = {entry["id"]: entry for entry in calibration.entries()}
@@ -54,3 +61,35 @@ def test_held_inputs_close_the_v019_gemma3_peaks(entry, hidden, logged_peak):
     assert abs((text + held) / GiB - logged_peak) < 0.01
     # without the pixel values the peak would fall 0.14 GiB under the log
     assert (text + held - 32 * 3 * 896 * 896 * 2) / GiB < logged_peak - 0.13
+
+
+def _gemma3_27b(version: str):
+    gpu = find_gpu("h100")
+    dep = Deployment(engine="vllm", engine_version=version, gpu=gpu.id, max_model_len=8192)
+    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1, gpu.compute_capability, gpu.fp8)
+    return plan_deployment(resolve("google/gemma-3-27b-it"), dep, choice)
+
+
+@pytest.mark.parametrize(("version", "held"), [
+    # 0.11.0-0.11.2 profile_run: each 256-row output is under the 8,192-token budget, so it is copied into a zeroed
+    # 8,192 x 5,376 tensor: 32 x (8,192 x 5,376 x 2 + 3 x 896^2 x 2) = 2,972,712,960 B
+    ("0.11.0", 32 * (8192 * 5376 * 2 + 3 * 896 * 896 * 2)),
+    ("0.11.2", 2_972_712_960),
+    # 0.12.0 pads to the image's 256 tokens, which the output already has; 0.13.0 keeps the outputs as returned
+    ("0.12.0", 242_221_056),
+    ("0.13.0", 242_221_056),
+])
+def test_encoder_outputs_padded_by_release(version, held):
+    plan = _gemma3_27b(version)
+    assert plan.engine.encoder_cache_tokens == 8192
+    assert plan.memory.encoder_bytes == held
+
+
+def test_held_rows_by_release():
+    # an item of 2,496 prompt tokens whose encoder returns 2,048 embeddings, in an 8,192-token budget: 0.11 caches
+    # 8,192 rows, 0.12 the item's 2,496, 0.10 and 0.13 the 2,048 returned
+    item = Item(tokens=2496, embeds=2048)
+    assert [held_rows(item, 8192, release) for release in ((0, 10), (0, 11), (0, 12), (0, 13), None)] == [
+        2048, 8192, 2496, 2048, 2048]
+    # an output longer than the budget is kept whole
+    assert held_rows(Item(tokens=9000, embeds=9000), 9000, (0, 11)) == 9000

@@ -532,7 +532,7 @@ def encoder_of(target: PlanInput, settings: EngineSettings, free_bytes: int | No
     return encoder_profile(spec, dep, settings.max_model_len, settings.max_num_seqs or 1,
                            settings.max_num_batched_tokens or settings.max_model_len,
                            dtype_bytes(common.model_dtype(spec, dep, target.gpu)[0]), target.gpu.memory_bytes,
-                           free_bytes, settings.model_runner == "V2")
+                           free_bytes, settings.model_runner == "V2", _release(settings))
 
 
 def _tower_bytes(target: PlanInput) -> int:

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.deployment import Deployment
+from kvplan.engines.vllm.releases import (
+    OUTPUTS_PADDED_TO_BUDGET_FROM,
+    OUTPUTS_PADDED_TO_ITEM_FROM,
+    OUTPUTS_UNPADDED_FROM,
+)
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 from kvplan.models.towers import VisionTower
@@ -427,13 +432,23 @@ def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first:
     return (held if built else 0) - (share if first else 0)
 
 
+def held_rows(item: Item, budget: int, release: tuple[int, int] | None) -> int:
+    """The rows of one item's encoder output that the encoder cache holds through the decoder's dummy run: padded
+    to the budget in 0.11, to the item's tokens in 0.12, as returned otherwise (releases.py)."""
+    if release is None or release >= OUTPUTS_UNPADDED_FROM or release < OUTPUTS_PADDED_TO_BUDGET_FROM:
+        return item.embeds
+    return max(item.embeds, item.tokens if release >= OUTPUTS_PADDED_TO_ITEM_FROM else budget)
+
+
 def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_num_seqs: int,
                     max_num_batched_tokens: int, dtype_bytes: int, total_bytes: int = 0,
-                    free_bytes: int | None = None, v2: bool = False) -> EncoderProfile | None:
+                    free_bytes: int | None = None, v2: bool = False,
+                    release: tuple[int, int] | None = None) -> EncoderProfile | None:
     """None for a text model, a family whose processor is not modelled, or every modality turned off. total_bytes
     and free_bytes: the GPU's memory and what is free when the tower runs (None: more than a fifth of it). v2:
     Model Runner V2, whose encoder_runner.py execute_mm_encoder moves the inputs to the GPU and drops them on
-    return, so only the outputs are held through the decoder's run."""
+    return, so only the outputs are held through the decoder's run. release: vLLM's (None: the newest), which
+    says how many rows of each output the encoder cache holds (held_rows)."""
     processor = PROCESSORS.get(spec.architecture)
     if spec.tower is None or processor is None:
         return None
@@ -454,7 +469,7 @@ def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_nu
         max_num_seqs, max_num_batched_tokens // item.tokens)
     batch = max(1, min(budget // item.tokens, seqs * per_prompt))
     inputs = 0 if v2 else item.pixels * dtype_bytes + item.index_bytes
-    held = batch * (item.embeds * spec.tower.output_width * dtype_bytes + inputs)
+    held = batch * (held_rows(item, budget, release) * spec.tower.output_width * dtype_bytes + inputs)
     if dep.skip_mm_profiling:
         return EncoderProfile(budget, modality, batch, item.tokens, 0, True)
     return EncoderProfile(budget, modality, batch, item.tokens, held, False,

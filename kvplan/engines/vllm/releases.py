@@ -81,6 +81,13 @@ CHUNKED_HYBRID_KV_ON_FROM = (0, 14)
 # vLLM 0.33.0 engine/arg_utils.py get_batch_defaults: GB10 (compute capability 12.1) stays on the small batch tier
 # (budget.BATCH_TIERS; issue 18 section 2.12).
 GB10_SMALL_TIER_FROM = (0, 33)
+# vLLM v1/worker/gpu_model_runner.py profile_run: 0.11.0-0.11.2 copy each dummy encoder output with fewer rows than
+# the encoder budget into a zeroed budget x width tensor and cache that through the decoder's dummy run; 0.12.0 pads
+# to the modality's maximum tokens per item instead; 0.10.2 and 0.13.0-0.33.0 cache the outputs as returned
+# (engines/vllm/multimodal.py held_rows).
+OUTPUTS_PADDED_TO_BUDGET_FROM = (0, 11)
+OUTPUTS_PADDED_TO_ITEM_FROM = (0, 12)
+OUTPUTS_UNPADDED_FROM = (0, 13)
 # Read and not a term of its own (issue 18 section 2.12): vLLM 0.27.0 utils/mem_utils.py memory_profiling takes
 # the non-KV memory as total_consumed (the free memory lost since the worker's snapshot) + the transient peak headroom
 # (torch peak - allocated after the profile) instead of weights + non-torch increase + torch peak increase; both are
@@ -246,6 +253,11 @@ RELEASES = Releases("vLLM", COVERED, changes=(
                              "(v1/worker/gpu_model_runner.py _dummy_sampler_run); sampler.py v1_sampler"),
     Change(TRITON_ALL_ROWS_FROM, "V1's Triton top-k / top-p for every row count, not from 8 rows (0.30.0 "
                                  "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p)"),
+    Change(OUTPUTS_PADDED_TO_BUDGET_FROM, "the encoder profile caches each dummy output padded to the encoder "
+                                          "budget's rows (0.11.0 v1/worker/gpu_model_runner.py profile_run)"),
+    Change(OUTPUTS_PADDED_TO_ITEM_FROM, "padded to the modality's maximum tokens per item instead (0.12.0 "
+                                        "profile_run)"),
+    Change(OUTPUTS_UNPADDED_FROM, "the dummy outputs cached as the encoder returns them (0.13.0 profile_run)"),
     Change(V2_TWO_PASS_FROM, "Model Runner V2's dummy sampler runs again with warm-up sampling parameters: "
                              "FlashInfer's top-k / top-p on float32 logits (0.33.0 v1/worker/gpu/model_runner.py "
                              "_dummy_sampler_run)"),
