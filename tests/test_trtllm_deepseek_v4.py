@@ -125,3 +125,17 @@ def test_quota_above_the_free_share_is_refused(capsys):
     code, _, err = run_cli(capsys, "estimate", "--model", str(FLASH), "--gpu", "h200", "--engine", "trtllm",
                            "--tp-size", "8", "--kv-cache-memory", "200GiB")
     assert code == 2 and "workspace reserve" in err and len(err.strip().splitlines()) == 1
+
+
+def test_zero_quota_is_refused_as_none_given():
+    # 0 B: cache_tier_granularity would take log2(0); kvplan reads it as no quota given
+    with pytest.raises(KvplanError, match="without --kv-cache-memory"):
+        kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", kv_cache_memory_bytes=0)
+
+
+def test_a_huge_max_batch_size_is_counted_not_listed():
+    # 2^31 - 1 requests in the typical step: each decode needs 8,192 compressed blocks (797,312 B a slot) against
+    # one block of each windowed group (16,121,856 + 27,525,120 B), so the windowed shares stay under their 64-block
+    # floors and the compressed group keeps its 50,310 blocks, as at 2,048; planned at once, not request by request
+    plan = _plan(max_num_seqs=2**31 - 1).to_dict()
+    assert plan["capacity"]["num_blocks"] == 50_310

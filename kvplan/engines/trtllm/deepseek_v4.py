@@ -175,16 +175,16 @@ def share_slots(total: int, sizes: list[tuple[int, ...]], ratio: list[float], gr
 
 @dataclass(frozen=True)
 class Batch:
-    """The manager's typical step and constraints: (capacity, history) of each request."""
+    """The manager's typical step and constraints: (capacity, history, how many such requests); counted, not
+    listed, so that a max_batch_size of millions costs nothing."""
 
-    typical: tuple[tuple[int, int], ...]
-    constraints: tuple[tuple[tuple[int, int], ...], ...]
+    typical: tuple[tuple[int, int, int], ...]
+    constraints: tuple[tuple[tuple[int, int, int], ...], ...]
 
     @classmethod
     def of(cls, max_batch_size: int, max_seq_len: int, max_num_tokens: int) -> Batch:
-        decode = (max_seq_len, max_seq_len - 1)
-        return cls(((max_num_tokens, 0),) + (decode,) * (max_batch_size - 1),
-                   ((decode,), ((max_num_tokens, 0),)))
+        context, decode = (max_num_tokens, 0, 1), (max_seq_len, max_seq_len - 1)
+        return cls((context, (*decode, max_batch_size - 1)), (((*decode, 1),), (context,)))
 
 
 @dataclass(frozen=True)
@@ -206,8 +206,8 @@ def dsv4_pools(cycles: tuple[LifeCycle, ...], quota: int, block: int, batch: Bat
     slots from the constraints (at least 1), the quota rounded up to the granularity and shared."""
     grain = granularity(quota)
 
-    def slots(requests: tuple[tuple[int, int], ...]) -> list[int]:
-        return [sum(cycle.blocks(cap, hist, block) for cap, hist in requests) for cycle in cycles]
+    def slots(requests: tuple[tuple[int, int, int], ...]) -> list[int]:
+        return [sum(n * cycle.blocks(cap, hist, block) for cap, hist, n in requests) for cycle in cycles]
 
     sizes = [cycle.slot_sizes for cycle in cycles]
     typical = slots(batch.typical)
@@ -232,7 +232,8 @@ class LifeCycleCache(PackedCache):
 def check_deployment(target: PlanInput) -> None:
     """Refuse by name what DeepseekV4CacheManager does that kvplan does not model."""
     dep = target.deployment
-    refused = {"kv_cache_memory_bytes": (dep.kv_cache_memory_bytes is None, "without --kv-cache-memory: "
+    # 0 B as no bytes given: the granularity takes the quota's logarithm (cache_tier_granularity)
+    refused = {"kv_cache_memory_bytes": (not dep.kv_cache_memory_bytes, "without --kv-cache-memory (or with 0 B): "
                                          "DeepseekV4CacheManager (a KVCacheManagerV2) takes its GPU quota from "
                                          "kv_cache_config.max_gpu_total_bytes, which KvCacheCreator otherwise sets "
                                          "from the free memory less a context-MLA workspace reserve kvplan does not "
