@@ -30,6 +30,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import plan_deployment
 from kvplan.engines.vllm.releases import era_of
 from kvplan.engines.vllm.sampler import profile_sampler
+from kvplan.errors import KvplanError
 from kvplan.models.sources import resolve
 
 ONE_PASS, TWO_PASS = 2_487_479_172, 2_488_527_748
@@ -98,3 +99,12 @@ def test_sort_by_full_sort_below_128_rows_in_016(seqs, expected):
     #   128 rows: int(9.52 x 77,856,768 + 18,790,481.92) = 759,986,913;          + fixed = 786,830,458 B
     entry = {"gpu": "a100-80gb-sxm", "version": "0.16.0", "model": "Qwen/Qwen2.5-7B-Instruct"}
     assert activation(entry, (seqs, 2048), max_num_seqs=seqs) == expected
+
+
+@pytest.mark.parametrize(("version", "capability"), [((0, 17), "7.0"), ((0, 24), "7.5"), ((0, 33), "7.5")])
+def test_an_explicit_flashinfer_sampler_on_an_unsupported_cuda_gpu_is_refused(version, capability):
+    # 0.17.0-0.23.0 TopKTopPSampler.__init__ and 0.24.0-0.33.0 flashinfer_sampler_supported raise a RuntimeError
+    # where VLLM_USE_FLASHINFER_SAMPLER is set and the compute capability is outside the release's range
+    with pytest.raises(KvplanError, match=f"compute capability .* not {capability}"):
+        peak(version, 1024, capability, flashinfer_sampler=True)
+    assert peak(version, 1024, "gfx942", flashinfer_sampler=True) > 0  # not CUDA: forward_native, no error

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan.deployment import Deployment
+from kvplan.errors import KvplanError
 from kvplan.units import MiB
 
 if TYPE_CHECKING:  # releases.py lists this module's release boundaries
@@ -46,7 +47,7 @@ V1_TWO_PASS_FROM = (0, 21)
 # TopKTopPSampler.__init__ (0.17.0-0.33.0): FlashInfer only where current_platform.is_cuda() (ROCm goes native) and
 # FlashInferBackend.supports_compute_capability (v1/attention/backends/flashinfer.py): 7.5-12.1 in 0.21.0-0.23.0,
 # 8.0-12.1 from 0.24.0 (flashinfer issue 3620); elsewhere the default quietly falls back to forward_native, while an
-# explicit VLLM_USE_FLASHINFER_SAMPLER=1 on an unsupported GPU stops the start-up (RuntimeError).
+# explicit VLLM_USE_FLASHINFER_SAMPLER=1 on an unsupported GPU stops the start-up (RuntimeError; flashinfer_in).
 V1_FLASHINFER_CAPABILITY = (((0, 0), ((7, 5), (12, 1))), ((0, 24), ((8, 0), (12, 1))))
 FLASHINFER_ROW_STATES = MiB
 # apply_top_k_top_p (0.17.0-0.29.0): the Triton kernel for 8 rows or more, apply_top_k_top_p_pytorch's sort below;
@@ -93,6 +94,20 @@ def cuda_capability_in(capability: str | None, bounds: tuple[tuple[int, int], tu
     return low <= (int(major), int(minor)) <= high
 
 
+def flashinfer_in(dep: Deployment, capability: str | None,
+                  bounds: tuple[tuple[int, int], tuple[int, int]]) -> bool:
+    """FlashInfer's sampler on this GPU; outside its bounds vLLM falls back, unless VLLM_USE_FLASHINFER_SAMPLER was
+    set on a CUDA GPU: then flashinfer_sampler_supported (0.24.0-0.33.0; TopKTopPSampler.__init__ in 0.17.0-0.23.0)
+    raises a RuntimeError at start-up."""
+    if cuda_capability_in(capability, bounds):
+        return True
+    if dep.flashinfer_sampler and capability and capability.partition(".")[0].isdigit():
+        low, high = (".".join(map(str, bound)) for bound in bounds)
+        raise KvplanError(f"vLLM stops at start-up: FlashInfer's sampler takes compute capability {low}-{high}, "
+                          f"not {capability}; unset it", dep.where("flashinfer_sampler"))
+    return False
+
+
 def sort_sampler(segmented: float) -> ProfileSampler:
     """The sort path's peak: segmented at one row and at 128 rows or more, 3 copies more between them."""
     return ProfileSampler(segmented, fewer_rows=((2, segmented), (SORT_FULL_BELOW_ROWS, segmented + SORT_FULL_EXTRA)))
@@ -118,7 +133,7 @@ def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: 
     if release < SORT_UNTIL:
         return ProfileSampler(FLASHINFER_COPIES)
     bounds = next(bounds for first, bounds in reversed(V1_FLASHINFER_CAPABILITY) if release >= first)
-    if not cuda_capability_in(capability, bounds):
+    if not flashinfer_in(dep, capability, bounds):
         return native
     if release < V1_TWO_PASS_FROM:
         return ProfileSampler(FLASHINFER_COPIES, cached_bytes=FLASHINFER_ROW_STATES)
@@ -193,7 +208,7 @@ V2_FLASHINFER_CAPABILITY = ((8, 0), (12, 1))  # 0.33.0 v1/attention/backends/fla
 
 def v2_flashinfer(dep: Deployment, capability: str | None) -> bool:
     """Whether V2's warm-up pass samples through FlashInfer (unknown GPUs are taken as CUDA ones it supports)."""
-    return dep.flashinfer_sampler is not False and cuda_capability_in(capability, V2_FLASHINFER_CAPABILITY)
+    return dep.flashinfer_sampler is not False and flashinfer_in(dep, capability, V2_FLASHINFER_CAPABILITY)
 
 
 def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
