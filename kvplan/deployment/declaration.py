@@ -60,7 +60,8 @@ class Deployment:
                                            "top-p sampler in the profiling run (v0.8-v0.16: 3.5 float32 copies of "
                                            "the logits, not the sort's 9.52).",
                                            default_rule="on through 0.11 (FlashInfer taken as installed), opt-in "
-                                           "from 0.12 (its topk_topp_sampler.py)", engine_flag=False,
+                                           "0.12-0.20 (its topk_topp_sampler.py), on from 0.21 (envs.py)",
+                                           engine_flag=False,
                                            env="VLLM_USE_FLASHINFER_SAMPLER")
     v2_model_runner: bool | None = knob("bool", "vLLM's VLLM_USE_V2_MODEL_RUNNER switch: Model Runner V2 (before "
                                         "0.29 it subtracts no CUDA-graph estimate).",
