@@ -48,7 +48,7 @@ def test_gemma4_31b_log_encoder_budget_and_items():
 
 def test_gemma4_31b_log_pool_replay_and_from_scratch():
     # From the logged 28.41 GiB the pool gives the log's 97,541 tokens and 2.98x; from scratch (the inferred
-    # RTX PRO 6000, weights counted from the config) 98,521 tokens, 1.0 % above the log (weights 58.46 GiB
+    # RTX PRO 6000, weights counted from the config) 97,516 tokens, 0.03 % below the log (weights 58.75 GiB
     # against the logged 58.99, CUDA graphs 0.37 against 0.13; the peak and non-torch memory 1.749 against 1.742).
     replay = calibration.pool_replay(Y13)
     assert replay.closes and replay.low.tokens <= 97_541 <= replay.high.tokens
@@ -352,3 +352,34 @@ def test_internvl_video_follows_the_text_models_tokenizer(tmp_path):
     internlm = plan_deployment(resolve(_internvl(tmp_path, "internlm2")), qwen, choice)
     assert internlm.engine.encoder_cache_tokens == 8192
     assert internlm.memory.encoder_bytes == 2 * 3328 * 3584 * 2
+
+
+def test_gemma4_tower_peak_of_a_huge_batch_in_closed_form():
+    # Y13's tower (hidden 1,152, intermediate 4,304, head_dim 72, position table 10,240) on a batch of 10^6 videos
+    # of 32 frames x 630 patches: 32,000,000 frames, chunks of 10 GiB // (630 x 4 x 10,240 x 8 = 206,438,400) = 52
+    # frames (total 100 GiB, no free figure); 615,384 full chunks and 32 frames left. The last full chunk holds the
+    # inputs, 615,383 x 52 earlier frames' hidden states (630 x 1,152 x 2 B) and 52 frames at the MLP (21,202,020 B
+    # each, test_gemma4_tower_peak_by_hand): 77,737,940,577,360 B; the remainder, 615,384 x 52 hidden states and 32
+    # frames, holds 77,737,592,016,000 B, less.
+    from kvplan.engines.vllm.multimodal import PROCESSORS, Item
+
+    tower = resolve(str(Path(calibration.MODELS) / "gemma-4-31b-it.json")).tower
+    item = Item(2496, 32 * 64, 32 * 630 * 768, 32 * 630 * 16, 32, 630)
+    batch, hidden, per_frame = 10**6, 630 * 1152 * 2, 21_202_020
+    inputs = batch * (32 * 630 * 768 * 2 + 32 * 630 * 16)
+    assert (100 * GiB // 10) // 206_438_400 == 52 and divmod(32 * batch, 52) == (615_384, 32)
+    expected = max(inputs + 615_383 * 52 * hidden + 52 * per_frame, inputs + 615_384 * 52 * hidden + 32 * per_frame)
+    gemma4 = PROCESSORS[resolve(str(Path(calibration.MODELS) / "gemma-4-31b-it.json")).architecture]
+    assert gemma4.tower_peak(tower, item, batch, 2, 100 * GiB, None) == expected == 77_737_940_577_360
+
+
+def test_internvl_tile_of_no_tokens_is_one_line_error(tmp_path):
+    # image_size 13 under a 14-pixel patch: (13 // 14)^2 = 0 patches a tile, so no image or video token
+    import json
+
+    path = Path(_internvl(tmp_path, "qwen2"))
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["vision_config"]["image_size"] = 13
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(KvplanError, match="= 0 tokens"):
+        _plan(str(path))

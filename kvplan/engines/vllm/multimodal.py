@@ -188,12 +188,10 @@ class Gemma4(Processor):
         hidden = patches * tower.hidden_size * dtype_bytes
         per_frame = (3 * hidden + 3 * patches * tower.intermediate_size * dtype_bytes + patches * patches
                      + 2 * patches * (tower.head_dim or tower.hidden_size) * dtype_bytes)
-        done, peak = 0, 0
-        while done < frames:
-            size = min(chunk, frames - done)
-            peak = max(peak, inputs + done * hidden + size * per_frame)
-            done += size
-        return peak
+        # the last full chunk or the remainder after it holds the most (earlier chunks keep fewer hidden states)
+        full, rest = divmod(frames, chunk)
+        last_full = inputs + (full - 1) * chunk * hidden + chunk * per_frame if full else 0
+        return max(last_full, inputs + full * chunk * hidden + rest * per_frame if rest else 0)
 
 
 LLAMA4_MAX_PATCHES = 16  # Llama4ImageProcessor max_patches (the checkpoints' preprocessor_config.json)
@@ -237,6 +235,10 @@ class InternVL(Processor):
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
+        if per_tile < 1:
+            raise KvplanError(f"an InternVL tile holds (image_size {tower.image_size} // patch_size "
+                              f"{tower.patch_size})^2 / {tower.shuffle_factor} (1 / downsample_ratio^2) = 0 tokens; "
+                              "check vision_config and downsample_ratio")
         tile = tower.channels * tower.image_size ** 2
         image = tower.tiles * per_tile
         items = {"image": Item(image, image, tower.tiles * tile)}
