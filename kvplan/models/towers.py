@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.models import tower_params
 from kvplan.models.fields import ConfigFields
 
 
@@ -30,6 +31,7 @@ class VisionTower:
     channels: int = 3  # colour channels of a patch
     tiles: int = 1  # the most tiles an image is cut into, a thumbnail included (InternVL)
     text_type: str = ""  # the language model's model_type
+    audio_params: int = 0  # the audio tower's and its embedder's parameters, within params.vision (Gemma 4)
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -55,7 +57,8 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         head_dim=vision.optional_int("head_dim") or 0,
         position_embedding_size=vision.optional_int("position_embedding_size") or 0,
         channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiles=_tiles(top),
-        text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "")
+        text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "",
+        audio_params=tower_params.audio(top, text_hidden))
 
 
 def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:

@@ -410,15 +410,27 @@ def tower_replicated(spec: ModelSpec, dep: Deployment) -> bool | None:
     return bool(processor and processor.encoder_tp_data)
 
 
-def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
+def skipped_params(spec: ModelSpec, dep: Deployment) -> int:
     """model_executor/models/interfaces.py _mark_tower_model: a tower whose modalities all have a limit of 0
-    (--limit-mm-per-prompt, --language-model-only) is not built, so its weights are not loaded."""
+    (--limit-mm-per-prompt, --language-model-only) is not built, so its weights are not loaded. gemma4_mm.py
+    marks the vision tower with image and video and the audio tower (with embed_audio) with audio alone, so
+    each goes by its own limits; the parameters of those not built (params.vision holds both)."""
     if spec.tower is None or not spec.params.vision:
-        return False
+        return 0
     processor = PROCESSORS.get(spec.architecture)
     modalities = processor.modalities if processor else ("image", "video")
     given = limits(dep)
-    return all(count(given, m, bool(dep.language_model_only)) == 0 for m in modalities)
+
+    def off(names: tuple[str, ...]) -> bool:
+        return all(count(given, m, bool(dep.language_model_only)) == 0 for m in names)
+
+    audio = spec.tower.audio_params
+    return (spec.params.vision - audio if off(modalities) else 0) + (audio if audio and off(("audio",)) else 0)
+
+
+def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
+    """Whether no tower is built (skipped_params)."""
+    return bool(spec.params.vision) and skipped_params(spec, dep) == spec.params.vision
 
 
 def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first: bool, v2: bool) -> int:
@@ -427,11 +439,13 @@ def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first:
     (model_executor/models/utils.py) splitting only the decoder layers, and interfaces.py _mark_tower_model
     (0.33.0) skips the tower on every stage where all its modalities are off, and under Model Runner V2 on the
     stages after the first (V2 encodes on the first stage only); 0.23.0's V1 builds it on every stage.
-    --mm-encoder-tp-mode data keeps it whole on each rank that builds it."""
+    --mm-encoder-tp-mode data keeps it whole on each rank that builds it. A tower of several (Gemma 4's vision
+    and audio) is built in the part skipped_params leaves."""
     share = tower_bytes // dep.tensor_parallel_size
-    built = not tower_skipped(spec, dep) and (first or not v2)
-    held = tower_bytes if tower_replicated(spec, dep) else share
-    return (held if built else 0) - (share if first else 0)
+    whole = tower_bytes - tower_bytes * skipped_params(spec, dep) // spec.params.vision
+    built = whole if first or not v2 else 0
+    held = built if tower_replicated(spec, dep) else built // dep.tensor_parallel_size
+    return held - (share if first else 0)
 
 
 def held_rows(item: Item, budget: int, release: tuple[int, int] | None) -> int:
