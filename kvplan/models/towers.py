@@ -11,6 +11,19 @@ from kvplan.models.fields import ConfigFields
 
 
 @dataclass(frozen=True)
+class Tiling:
+    """InternVL's dynamic tiling as config.json sets it, with the defaults of the checkpoints' remote-code
+    configuration_internvl_chat.py InternVLChatConfig where left out (vLLM 0.33.0's adapted copy,
+    transformers_utils/configs/skyworkr1v.py, keeps them); the engine's processor decides the tiles from it and
+    its --mm-processor-kwargs."""
+
+    min_patches: int = 1
+    max_patches: int = 6
+    dynamic: bool = False
+    thumbnail: bool = False
+
+
+@dataclass(frozen=True)
 class VisionTower:
     config_type: str  # the wrapper's model_type (qwen2_5_vl, gemma3, gemma4, ...): which processor reads it
     vision_type: str  # vision_config.model_type, where the config names one
@@ -29,7 +42,7 @@ class VisionTower:
     head_dim: int = 0
     position_embedding_size: int = 0  # rows of a learned 2-D position table (Gemma 4), 0 where none
     channels: int = 3  # colour channels of a patch
-    tiles: int = 1  # the most tiles an image is cut into, a thumbnail included (InternVL)
+    tiling: Tiling | None = None  # InternVL's dynamic tiling, as the config sets it (None: not tiled)
     text_type: str = ""  # the language model's model_type
     audio_params: int = 0  # the audio tower's and its embedder's parameters, within params.vision (Gemma 4)
 
@@ -56,7 +69,7 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         intermediate_size=vision.optional_int("intermediate_size") or 0,
         head_dim=vision.optional_int("head_dim") or 0,
         position_embedding_size=vision.optional_int("position_embedding_size") or 0,
-        channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiles=_tiles(top),
+        channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiling=_tiling(top),
         text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "",
         audio_params=tower_params.audio(top, text_hidden))
 
@@ -72,17 +85,11 @@ def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:
     return round(1 / ratio**2)
 
 
-INTERNVL_TILES = (6, False, False)  # InternVLChatConfig's max_dynamic_patch, dynamic_image_size, use_thumbnail
-
-
-def _tiles(top: ConfigFields) -> int:
-    """InternVL (vLLM 0.33.0 transformers_utils/processors/internvl.py resolve_internvl_min_max_num, with the
-    config's max_dynamic_patch, dynamic_image_size and use_thumbnail): up to max_dynamic_patch tiles where the
-    image size is dynamic (else 1), and a thumbnail beside more than one."""
+def _tiling(top: ConfigFields) -> Tiling | None:
+    """InternVL's min_dynamic_patch, max_dynamic_patch, dynamic_image_size and use_thumbnail."""
     if top.text("model_type") != "internvl_chat":
-        return 1
-    most, dynamic, thumbnail = INTERNVL_TILES
-    most = top.integer("max_dynamic_patch", most)
-    dynamic, thumbnail = top.flag("dynamic_image_size", dynamic), top.flag("use_thumbnail", thumbnail)
-    tiles = most if dynamic else 1
-    return tiles + (1 if thumbnail and tiles != 1 else 0)
+        return None
+    default = Tiling()
+    return Tiling(top.integer("min_dynamic_patch", default.min_patches),
+                  top.integer("max_dynamic_patch", default.max_patches),
+                  top.flag("dynamic_image_size", default.dynamic), top.flag("use_thumbnail", default.thumbnail))

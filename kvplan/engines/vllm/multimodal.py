@@ -30,7 +30,7 @@ from kvplan.engines.vllm.releases import (
 )
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
-from kvplan.models.towers import VisionTower
+from kvplan.models.towers import Tiling, VisionTower
 from kvplan.units import GiB
 
 UNNAMED_LIMIT = 999  # config/multimodal.py get_limit_per_prompt: a modality --limit-mm-per-prompt leaves out
@@ -234,14 +234,16 @@ class InternVL(Processor):
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
-        per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
+        side = _internvl_value(kwargs, "image_size", tower.image_size, int)
+        per_tile = (side // tower.patch_size) ** 2 // tower.shuffle_factor
         if per_tile < 1:
-            raise KvplanError(f"an InternVL tile holds (image_size {tower.image_size} // patch_size "
+            raise KvplanError(f"an InternVL tile holds (image_size {side} // patch_size "
                               f"{tower.patch_size})^2 / {tower.shuffle_factor} (1 / downsample_ratio^2) = 0 tokens; "
                               "check vision_config and downsample_ratio")
-        tile = tower.channels * tower.image_size ** 2
-        image = tower.tiles * per_tile
-        items = {"image": Item(image, image, tower.tiles * tile)}
+        tile = tower.channels * side ** 2
+        tiles = internvl_tiles(tower.tiling or Tiling(), kwargs)
+        image = tiles * per_tile
+        items = {"image": Item(image, image, tiles * tile)}
         if tower.text_type in INTERNVL_VIDEO_TEXT:
             beside = image if count(limits, "image", False) > 0 else 0
             frames = max((max_model_len - beside) // per_tile, 1)
@@ -250,6 +252,46 @@ class InternVL(Processor):
                 frames = min(frames, video["num_frames"])
             items["video"] = Item(frames * per_tile, frames * per_tile, frames * tile)
         return items
+
+
+INTERNVL_MOST_TILES = 4096  # kvplan's bound on max_dynamic_patch, as for the config's (models/fields.py)
+
+
+def _internvl_value(kwargs: dict[str, Any], key: str, default: Any, kind: type) -> Any:
+    """A top-level --mm-processor-kwargs value InternVLProcessingInfo.get_image_processor takes over the config's
+    (its kwargs.setdefault; InternVLChatImageProcessor takes no images_kwargs scope)."""
+    value = kwargs.get(key, default)
+    if kind is bool and not isinstance(value, bool):
+        raise KvplanError(f"{key} must be true or false, got {value!r:.40}", "--mm-processor-kwargs")
+    if kind is int and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10**6):
+        raise KvplanError(f"{key} must be a positive integer, got {value!r:.40}", "--mm-processor-kwargs")
+    return value
+
+
+def internvl_tiles(tiling: Tiling, kwargs: dict[str, Any]) -> int:
+    """The tiles of InternVL's largest dummy image (vLLM 0.33.0 transformers_utils/processors/internvl.py with
+    model_executor/models/internvl.py). min/max_dynamic_patch, dynamic_image_size and use_thumbnail come from
+    the config unless --mm-processor-kwargs names them. resolve_internvl_min_max_num keeps min..max tiles where
+    the image size is dynamic (1..1 otherwise); get_image_size_with_most_features tries every grid of
+    min..max tiles (max + 1 with a thumbnail beside more than one) and get_num_image_tokens fits each to the
+    closest grid of min..max tiles, so the most is max tiles, plus the thumbnail (calculate_internvl_targets)
+    where that is more than one. A min above max leaves no grid to fit to, so each tried grid is one tile
+    (find_closest_aspect_ratio's (1, 1)); where none is tried vLLM stops with a ValueError."""
+    low = _internvl_value(kwargs, "min_dynamic_patch", tiling.min_patches, int)
+    high = _internvl_value(kwargs, "max_dynamic_patch", tiling.max_patches, int)
+    dynamic = _internvl_value(kwargs, "dynamic_image_size", tiling.dynamic, bool)
+    thumbnail = _internvl_value(kwargs, "use_thumbnail", tiling.thumbnail, bool)
+    if high > INTERNVL_MOST_TILES:
+        raise KvplanError(f"max_dynamic_patch {high:,} is above the {INTERNVL_MOST_TILES:,} kvplan plans for",
+                          "--mm-processor-kwargs")
+    low, high = (low, high) if dynamic else (1, 1)
+    tried = high + (1 if thumbnail and high != 1 else 0)
+    if low > tried:
+        raise KvplanError(f"min_dynamic_patch {low} is above max_dynamic_patch {high}: vLLM finds no image size "
+                          "to profile with", "--mm-processor-kwargs")
+    if low > high:
+        return 1
+    return high + (1 if thumbnail and high != 1 else 0)
 
 
 QWEN2_VL_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO
