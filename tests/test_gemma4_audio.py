@@ -47,10 +47,11 @@ def _config(tmp_path: Path, audio: dict | None = AUDIO, name: str = "with_audio"
     return path
 
 
-def _plan(path: Path, **knobs):
+def _plan(path: Path, tp: int = 1, **knobs):
     gpu = find_gpu("h100")
-    dep = Deployment(engine="vllm", engine_version="0.33.0", gpu=gpu.id, max_model_len=32768, **knobs)
-    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, 1, gpu.compute_capability, gpu.fp8)
+    dep = Deployment(engine="vllm", engine_version="0.33.0", gpu=gpu.id, max_model_len=32768,
+                     tensor_parallel_size=tp, **knobs)
+    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8)
     return plan_deployment(read_local(path), dep, choice)
 
 
@@ -104,6 +105,17 @@ def test_vision_tower_counted_module_by_module():
     entry = {entry["id"]: entry for entry in calibration.entries()}["Y13"]
     plan = calibration.vllm_plan(entry)
     assert 0 < entry["weights_gib"] * 2**30 - plan.memory.weights_bytes < 0.25 * 2**30
+
+
+def test_towers_whole_on_every_tp_rank(tmp_path):
+    # gemma4_mm.py builds both towers with AutoModel.from_config and recursive_replace_linear's "replicate" linears,
+    # the embedders with ReplicatedLinear: at TP 2 each rank holds the whole 575,743,536 + 313,082,624 parameters
+    path = _config(tmp_path)
+    towers = (575_743_536 + 313_082_624) * 2
+    assert _plan(path, 2).memory.weights_bytes - _plan(path, 2, language_model_only=True).memory.weights_bytes \
+        == towers == 1_777_652_320
+    assert _plan(path, 2).memory.weights_bytes - _plan(path, 2, limit_mm_per_prompt={"audio": 0}).memory.weights_bytes \
+        == 313_082_624 * 2
 
 
 def test_audio_config_of_an_uncounted_wrapper_is_refused():

@@ -65,6 +65,7 @@ class Processor:
 
     modalities: tuple[str, ...] = ("image", "video")  # those its vision tower serves
     encoder_tp_data: bool = False  # the model class's supports_encoder_tp_data (--mm-encoder-tp-mode data)
+    whole_tower: bool = False  # its towers are built unsharded, whole on every TP rank, whatever the mode
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         """Whether vLLM forces --disable-chunked-mm-input (platforms/cuda.py, for a model_config.is_mm_prefix_lm:
@@ -114,6 +115,11 @@ class Gemma4(Processor):
     224 x 224 (a smaller width / height in limit_mm_per_prompt wins), which _compute_num_soft_tokens gives fewer
     soft tokens than the maximum (64 a frame, 256 an image); their patches are padded to soft tokens x
     pooling_kernel_size^2 (transformers Gemma4ImageProcessor), with int64 (x, y) positions beside them."""
+
+    # Gemma4ForConditionalGeneration builds its towers with AutoModel.from_config, whose nn.Linear layers
+    # recursive_replace_linear (transformers/utils.py) turns into "replicate" linears (0.23.0, 0.33.0; plain
+    # nn.Linear in 0.19.0), and its embedders' projections are ReplicatedLinear: no TP split
+    whole_tower = True
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         return tower.bidirectional  # Gemma4ModelArchConfigConvertor: use_bidirectional_attention "vision"
@@ -481,12 +487,15 @@ def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first:
     (model_executor/models/utils.py) splitting only the decoder layers, and interfaces.py _mark_tower_model
     (0.33.0) skips the tower on every stage where all its modalities are off, and under Model Runner V2 on the
     stages after the first (V2 encodes on the first stage only); 0.23.0's V1 builds it on every stage.
-    --mm-encoder-tp-mode data keeps it whole on each rank that builds it. A tower of several (Gemma 4's vision
-    and audio) is built in the part skipped_params leaves."""
+    --mm-encoder-tp-mode data, or a family whose towers are never sharded (Processor.whole_tower), keeps it
+    whole on each rank that builds it. A tower of several (Gemma 4's vision and audio) is built in the part
+    skipped_params leaves."""
     share = tower_bytes // dep.tensor_parallel_size
-    whole = tower_bytes - tower_bytes * skipped_params(spec, dep) // spec.params.vision
-    built = whole if first or not v2 else 0
-    held = built if tower_replicated(spec, dep) else built // dep.tensor_parallel_size
+    kept = tower_bytes - tower_bytes * skipped_params(spec, dep) // spec.params.vision
+    built = kept if first or not v2 else 0
+    processor = PROCESSORS.get(spec.architecture)
+    whole = tower_replicated(spec, dep) or bool(processor and processor.whole_tower)
+    held = built if whole else built // dep.tensor_parallel_size
     return held - (share if first else 0)
 
 
