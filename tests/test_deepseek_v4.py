@@ -212,6 +212,6 @@ def test_vllm_serves_fp8_ds_mla_and_refuses_the_rest():
 
 def test_other_engines_refuse_by_name():
     # SGLang 0.5.23 builds pools of its own (tests/test_deepseek_v4_sglang.py); TensorRT-LLM's DeepseekV4CacheManager
-    # is refused by name (tests/test_issue22_leftovers.py)
+    # is planned (tests/test_trtllm_deepseek_v4.py), an FP8 cache on SM 90 refused by name
     with pytest.raises(KvplanError, match="DeepSeek-V4 on TensorRT-LLM is not modelled"):
-        kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm")
+        kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", kv_cache_dtype="fp8")

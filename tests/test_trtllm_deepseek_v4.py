@@ -109,7 +109,6 @@ def test_stale_blocks_follow_the_window():
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    ({"kv_cache_memory_bytes": None}, "without --kv-cache-memory"),
     ({"block_size": 32}, "tokens_per_block 128 or 256"),
     ({"kv_cache_dtype": "nvfp4"}, "BF16 or FP8 rows"),
     ({"pipeline_parallel_size": 2}, "pipeline parallelism"),
@@ -121,16 +120,75 @@ def test_unmodelled_paths_are_refused_by_name(flags, message):
         kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", **kwargs)
 
 
-def test_quota_above_the_free_share_is_refused(capsys):
+# The default case: no --kv-cache-memory. KvCacheCreator (_util.py@00043967) sets max_gpu_total_bytes to
+# _cal_max_memory = (total - peak + estimation pool) x free_gpu_memory_fraction, less the context-MLA workspace
+# reserve, which needs w = TrtllmAttention.runtime_workspace_bytes_per_token > 0: 0 without an FP8 KV cache
+# (trtllm.py@017aa0ca), so a BF16 pool reserves nothing and the quota is the share. The peak's parts are kvplan's
+# PyTorch-backend estimate (tests/test_trtllm_*.py); the rule checked here is what the share becomes.
+FRACTION = 0.8999999761581421  # KvCacheConfig's 0.9 as a C++ float
+
+
+def _share(memory: dict) -> int:
+    used = memory["weights_bytes"] + memory["activation_bytes"] + memory["non_torch_bytes"]
+    return int((memory["total_bytes"] - used - memory["cuda_graph_bytes"]) * FRACTION)
+
+
+def test_default_quota_is_the_free_share_without_a_reserve():
+    plan = kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm").to_dict()
+    memory = plan["memory"]
+    assert memory["kv_cache_bytes"] == _share(memory) == 116_299_228_988
+    # 116,299,228,988 B in 32 MiB grains: ceil(/ 2^25) = 3,466; the windowed groups stay pinned at 64 blocks
+    # (31 + 53 grains, as at 40 GiB), the compressed group takes the largest n in 3,466 - 84 = 3,382 grains
+    grains = _ceil(116_299_228_988, GRAIN)
+    assert grains == 3_466
+
+    def compressed(n: int) -> int:
+        return _ceil(n * 688_128, GRAIN) + _ceil(n * 88_704, GRAIN) + _ceil(n * 20_480, GRAIN)
+
+    assert compressed(142_287) == 3_382 == grains - 31 - 53 < compressed(142_288)
+    assert plan["capacity"]["num_blocks"] == 142_287
+    assert plan["capacity"]["tokens"] == 142_287 * 128 == 18_212_736
+    assert plan["capacity"]["max_concurrency"] == round(142_287 / 8_192, 2) == 17.37
+    assert any(n.startswith("free_gpu_memory_fraction 0.9 of the memory free") and "(116,299,228,988 B)" in n
+               for n in plan["notes"])
+
+
+def _default(**flags) -> dict:
+    return kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", **flags).to_dict()
+
+
+def test_bytes_above_the_free_share_leave_the_share():
+    # KvCacheCreator keeps min(share - reserve, max_gpu_total_bytes): 200 GiB on an H200 is cut to the share
+    plan = _default(kv_cache_memory_bytes=200 << 30)
+    assert plan["memory"]["kv_cache_bytes"] == _share(plan["memory"]) == 116_299_228_988
+    assert plan["capacity"]["num_blocks"] == 142_287
+
+
+def test_zero_bytes_are_none_given():
+    # _util.py keeps max_gpu_total_bytes only where it is > 0: 0 B plans from the share, as none given
+    assert _default(kv_cache_memory_bytes=0)["memory"]["kv_cache_bytes"] == 116_299_228_988
+
+
+def test_fp8_on_blackwell_reserves_nothing():
+    # SM 100: DeepSeek-V4's sparse MLA reads K/V from the paged cache (useSparseMLA), w = 0, the quota is the share
+    plan = kvplan.estimate(str(FLASH), gpu="b200", tensor_parallel_size=8, engine="trtllm",
+                           kv_cache_dtype="fp8").to_dict()
+    assert plan["memory"]["kv_cache_bytes"] == _share(plan["memory"])
+
+
+def test_fp8_on_hopper_with_block_reuse_is_refused_by_name(capsys):
+    # SM 90, FP8, block reuse on and chunked prefill off (the defaults): w = heads / TP x (qk_rope + qk_nope +
+    # v_head_dim) B and a reserve of min(w x L_cap, share x w / (k + w)); DeepSeek-V4's head dims there are not read
     code, _, err = run_cli(capsys, "estimate", "--model", str(FLASH), "--gpu", "h200", "--engine", "trtllm",
-                           "--tp-size", "8", "--kv-cache-memory", "200GiB")
-    assert code == 2 and "workspace reserve" in err and len(err.strip().splitlines()) == 1
+                           "--tp-size", "8", "--kv-cache-dtype", "fp8")
+    assert code == 2 and "context-MLA workspace" in err and len(err.strip().splitlines()) == 1
 
 
-def test_zero_quota_is_refused_as_none_given():
-    # 0 B: cache_tier_granularity would take log2(0); kvplan reads it as no quota given
-    with pytest.raises(KvplanError, match="without --kv-cache-memory"):
-        kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", kv_cache_memory_bytes=0)
+def test_sm120_is_refused_by_name():
+    # TrtllmAttention.__init__: DeepSeek-V4 sparse MLA on SM 120/121 requires kv_cache_config.dtype fp8_ds_mla
+    with pytest.raises(KvplanError, match="fp8_ds_mla"):
+        kvplan.estimate(str(FLASH), gpu="rtx-pro-6000-blackwell", tensor_parallel_size=8, engine="trtllm",
+                        kv_cache_memory_bytes=40 << 30)
 
 
 def test_a_huge_max_batch_size_is_counted_not_listed():

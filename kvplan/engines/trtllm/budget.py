@@ -416,7 +416,8 @@ class TensorRtLlm(PoolRules):
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
         if deepseek_v4.applies(target.spec.layers):  # KVCacheManagerV2's byte quota (trtllm/deepseek_v4.py)
             deepseek_v4.check_deployment(target)
-            pool = deepseek_v4.quota(target, available)
+            pool = deepseek_v4.quota(target, available, deepseek_v4.fp8_rows(dep.kv_cache_dtype,
+                                                                             settings.auto_kv_cache_dtype))
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=outside_torch, cuda_graph_bytes=graphs,
@@ -466,8 +467,9 @@ class TensorRtLlm(PoolRules):
         notes = [f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
                  f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
-        if deepseek_v4.applies(target.spec.layers):  # the bytes given are the quota (deepseek_v4.quota)
-            notes = [deepseek_v4.QUOTA_NOTE]
+        if deepseek_v4.applies(target.spec.layers):  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
+            share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
+            notes = [deepseek_v4.quota_note(target, self._dsv4(target, settings).quota, share)]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:

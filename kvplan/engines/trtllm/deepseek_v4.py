@@ -23,12 +23,26 @@ kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend onl
 - _torch/pyexecutor/kv_cache_manager_v2.py@00be09f7: the GPU quota is kv_cache_config.max_gpu_total_bytes, capped by
   a max_tokens quota where one is set; _torch/pyexecutor/_util.py@00043967 KvCacheCreator.configure_kv_cache_capacity
   leaves max_tokens to the user for V2 and sets max_gpu_total_bytes to the smaller of the free memory's share (less a
-  context-MLA workspace reserve, get_attention_workspace_bytes_per_token) and the bytes given (--kv-cache-memory).
+  context-MLA workspace reserve) and the bytes given (--kv-cache-memory). The share is free_gpu_memory_fraction x
+  (device total - the profiling run's peak + the estimation pool), _cal_max_memory; kvplan's PyTorch-backend peak
+  (trtllm/budget.py) stands in for the measured one;
+- the reserve (_util.py@00043967 configure_kv_cache_capacity, get_mla_context_workspace_kv_len_cap,
+  get_mla_context_workspace_reserve) is min(w x L_cap, share x w / (k + w)) where w, the backend's
+  runtime_workspace_bytes_per_token, is above 0 and L_cap is set: L_cap = min(max_batch_size, max_num_tokens) x
+  max_seq_len when block reuse is on (KvCacheConfig.enable_block_reuse, default True) and chunked prefill off
+  (enable_chunked_prefill, default False; DeepSeek-V4's workspace is chunk-bounded), else no reserve.
+  _torch/attention/backends/trtllm.py@017aa0ca TrtllmAttention.runtime_workspace_bytes_per_token, which the sparse
+  backends inherit: 0 without an FP8 KV cache (the NVFP4 term is DSA's only), 0 with one on SM 100/103/107 where
+  DeepSeek-V4 runs sparse MLA from the paged cache (TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset), else
+  heads / TP x (qk_rope + qk_nope + v_head_dim) B (cpp attentionOp.cpp contextMlaWorkspaceBytesPerToken). So a
+  BF16 cache, or FP8 on Blackwell, reserves nothing and the quota is the share;
+- TrtllmAttention.__init__ refuses DeepSeek-V4 on SM 120/121 unless the KV dtype is fp8_ds_mla.
 
-Not modelled, refused by name: a quota from the free memory (its context-MLA workspace reserve,
-get_mla_context_workspace_reserve, is not modelled), MTP (it widens every window and appends ratios), pipeline
-parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across ranks in tokens, which
-can only lower it; kvplan keeps the bytes given.
+Not modelled, refused by name: an FP8 KV cache on SM 90 under the defaults, block reuse on and chunked prefill off
+(kvplan reads neither for TensorRT-LLM; its reserve needs the qk_nope_head_dim and v_head_dim TensorRT-LLM's
+DeepSeek-V4 config carries, not read here), SM 120/121 (fp8_ds_mla rows), MTP (it widens every window and appends
+ratios), pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across
+ranks in tokens, which can only lower it; kvplan keeps the bytes.
 """
 
 from __future__ import annotations
@@ -55,10 +69,10 @@ INDEXER_QUANT_BLOCK, INDEXER_SCALE_BYTES = 128, 4  # indexer_k_dtype fp8: an fp3
 GPU_PAGE = 2 << 20  # cache_tier_granularity's page; at most 2 MiB << 4
 MAX_PAGE_SHIFT = 4
 REFUSED = "DeepSeek-V4 on TensorRT-LLM is not modelled"
-QUOTA_NOTE = ("--kv-cache-memory is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes), shared "
-              "between DeepseekV4CacheManager's pool groups, as long as the free memory's share less KvCacheCreator's "
-              "context-MLA workspace reserve (not modelled) still holds it; its rows are head_dim x the KV dtype "
-              "(BF16 under auto unless the checkpoint names an FP8 KV cache), not FlashMLA's 584 B")
+SPARSE_MLA_SMS = ("10.0", "10.3", "10.7")  # useSparseMLA: TRTLLM-gen kernels read K/V from the paged cache
+FP8_DS_MLA_SMS = ("12.0", "12.1")
+ROWS_NOTE = ("its rows are head_dim x the KV dtype (BF16 under auto unless the checkpoint names an FP8 KV cache), "
+             "not FlashMLA's 584 B")
 
 
 def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
@@ -232,13 +246,7 @@ class LifeCycleCache(PackedCache):
 def check_deployment(target: PlanInput) -> None:
     """Refuse by name what DeepseekV4CacheManager does that kvplan does not model."""
     dep = target.deployment
-    # 0 B as no bytes given: the granularity takes the quota's logarithm (cache_tier_granularity)
-    refused = {"kv_cache_memory_bytes": (not dep.kv_cache_memory_bytes, "without --kv-cache-memory (or with 0 B): "
-                                         "DeepseekV4CacheManager (a KVCacheManagerV2) takes its GPU quota from "
-                                         "kv_cache_config.max_gpu_total_bytes, which KvCacheCreator otherwise sets "
-                                         "from the free memory less a context-MLA workspace reserve kvplan does not "
-                                         "model; give the KV bytes per rank"),
-               "speculative_config": (bool(dep.speculative_config), "with MTP: DeepseekV4CacheManager widens every "
+    refused = {"speculative_config": (bool(dep.speculative_config), "with MTP: DeepseekV4CacheManager widens every "
                                                                     "window by max_draft_len and appends ratios"),
                "pipeline_parallel_size": (dep.pipeline_parallel_size > 1, "with pipeline parallelism"),
                "attention_data_parallel_size": (dep.attention_data_parallel_size is not None, "with attention DP"),
@@ -246,7 +254,10 @@ def check_deployment(target: PlanInput) -> None:
                                                                 "DeepseekV4CacheManager is the PyTorch backend's")}
     for field, (given, what) in refused.items():
         if given:
-            raise KvplanError(f"{REFUSED} {what}", dep.where(field) if field != "kv_cache_memory_bytes" else None)
+            raise KvplanError(f"{REFUSED} {what}", dep.where(field))
+    if target.gpu.compute_capability in FP8_DS_MLA_SMS:
+        raise KvplanError(f"{REFUSED} on compute capability {target.gpu.compute_capability}: TrtllmAttention "
+                          "requires kv_cache_config.dtype fp8_ds_mla there (packed sparse-MLA rows, not read)")
     if dep.block_size is not None and dep.block_size not in BLOCK_SIZES:
         raise KvplanError(f"DeepseekV4CacheManager requires tokens_per_block 128 or 256, not {dep.block_size}",
                           dep.where("block_size"))
@@ -255,16 +266,43 @@ def check_deployment(target: PlanInput) -> None:
                           f"{dep.kv_cache_dtype}", dep.where("kv_cache_dtype"))
 
 
-def quota(target: PlanInput, available: int) -> int:
-    """The GPU quota KVCacheManagerV2 takes: max_gpu_total_bytes as given, where it is no more than the free
-    memory's share (KvCacheCreator keeps the smaller; its workspace reserve, get_mla_context_workspace_reserve, is
-    taken to leave the bytes whole)."""
-    given = target.deployment.kv_cache_memory_bytes or 0
-    if target.gpu.memory_bytes and given > available:
-        raise KvplanError(f"{REFUSED} with --kv-cache-memory ({given:,} B) above the free memory's share "
-                          f"({available:,} B): KvCacheCreator's quota is then that share less a context-MLA "
-                          "workspace reserve kvplan does not model")
-    return given
+def fp8_rows(kv_cache_dtype: str, checkpoint_dtype: str | None) -> bool:
+    """An FP8 KV cache: asked for, or auto on a checkpoint that names one (QuantMode.has_fp8_kv_cache)."""
+    return kv_cache_dtype in ("fp8", "fp8_e4m3") or (kv_cache_dtype == "auto" and checkpoint_dtype is not None)
+
+
+def workspace_reserved(target: PlanInput, fp8_kv: bool) -> bool:
+    """Whether KvCacheCreator reserves a context-MLA workspace from the share: a backend rate w above 0 (an FP8 KV
+    cache off SM 100-107's sparse path) and an L_cap, which TensorRT-LLM's defaults give (block reuse on, chunked
+    prefill off; kvplan reads neither knob for TensorRT-LLM)."""
+    return fp8_kv and target.gpu.compute_capability not in SPARSE_MLA_SMS
+
+
+def quota(target: PlanInput, available: int, fp8_kv: bool) -> int:
+    """The GPU quota KVCacheManagerV2 takes: the free memory's share less the context-MLA workspace reserve (none
+    where workspace_reserved is false), or max_gpu_total_bytes where smaller (KvCacheCreator keeps the smaller; 0 B
+    counts as none given, its `> 0` test). Without a GPU the bytes given are the quota."""
+    given = target.deployment.kv_cache_memory_bytes or None
+    if target.gpu.memory_bytes and workspace_reserved(target, fp8_kv):
+        raise KvplanError(f"{REFUSED} with an FP8 KV cache on compute capability {target.gpu.compute_capability} "
+                          "(block reuse on and chunked prefill off, the defaults): KvCacheCreator then reserves a "
+                          "context-MLA workspace of heads x (qk_rope + qk_nope + v_head_dim) B per attended token, "
+                          "and the head dims TensorRT-LLM's DeepSeek-V4 config gives are not read")
+    share = available if target.gpu.memory_bytes or given is None else given
+    kv_quota = share if given is None else min(given, share)
+    if kv_quota <= 0:
+        raise KvplanError(f"{REFUSED} without KV memory: the free memory's share is {share:,} B; give a GPU or "
+                          "--kv-cache-memory")
+    return kv_quota
+
+
+def quota_note(target: PlanInput, kv_quota: int, share: str) -> str:
+    given = target.deployment.kv_cache_memory_bytes
+    source = "--kv-cache-memory" if given and given <= kv_quota else share
+    return (f"{source} ({kv_quota:,} B) is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes), "
+            "shared between DeepseekV4CacheManager's pool groups; KvCacheCreator reserves no context-MLA workspace "
+            "from the share here (it does for an FP8 cache on SM 90 with block reuse and no chunked prefill); "
+            f"{ROWS_NOTE}")
 
 
 def plan_pools(target: PlanInput, kv_quota: int, block: int, kv_bytes: int, max_batch_size: int,
