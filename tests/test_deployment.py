@@ -221,3 +221,21 @@ def test_a_config_key_without_a_value_is_refused(tmp_path):
     config.write_text("model: Qwen/Qwen2.5-7B\nmax-model-len:\n")
     with pytest.raises(KvplanError, match=r"serve.yaml:2: max-model-len: has no value"):
         read_config(str(config))
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("0", False), ("2", True), ("-1", True), ("00", False)])
+def test_vllm_switches_are_read_as_integers(value, on):
+    # vLLM 0.33.0 envs.py: VLLM_USE_FLASHINFER_SAMPLER = bool(int(value)) (VLLM_USE_V2_MODEL_RUNNER through
+    # maybe_convert_bool, the same): any integer, nonzero on; from the shell and in front of a pasted command alike
+    shell = from_cli({}, ["--model", "Qwen/Qwen2.5-7B"], None, None, environ={"VLLM_USE_FLASHINFER_SAMPLER": value})
+    pasted = from_cli({}, [], None, [f"VLLM_USE_V2_MODEL_RUNNER={value}", "vllm", "serve", "Qwen/Qwen2.5-7B"],
+                      environ={})
+    assert (shell.flashinfer_sampler, pasted.v2_model_runner) == (on, on)
+
+
+@pytest.mark.parametrize("value", ["true", "yes", "on", "1.0"])
+def test_a_vllm_switch_that_is_no_integer_is_refused(value):
+    # int('true') raises in envs.py, so vLLM stops at start-up
+    with pytest.raises(KvplanError, match="VLLM_USE_FLASHINFER_SAMPLER: vLLM reads it as an integer"):
+        from_cli({}, [], None, [f"VLLM_USE_FLASHINFER_SAMPLER={value}", "vllm", "serve", "Qwen/Qwen2.5-7B"],
+                 environ={})

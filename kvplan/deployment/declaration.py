@@ -18,6 +18,7 @@ from kvplan.deployment.knobs import (
     Knob,
     knob,
 )
+from kvplan.errors import KvplanError
 
 DOOR = "*"  # origins key: how the door that built the Deployment names knobs it was not given ("fleet.yaml")
 FLAGS_DOOR = "--"  # that door is a command line: knobs are named by their flags
@@ -274,6 +275,18 @@ def knobs() -> tuple[Knob, ...]:
 def env_knobs() -> dict[str, str]:
     """Environment variable -> the knob it sets (vLLM's own switches that change memory)."""
     return {k.env: k.name for k in knobs() if k.env}
+
+
+def env_switch(variable: str, value: str) -> bool | str:
+    """An environment variable's value for its knob. vLLM reads each of its switches as bool(int(value)) (envs.py,
+    0.33.0; maybe_convert_bool for VLLM_USE_V2_MODEL_RUNNER): any integer is one, nonzero on, and a word such as
+    'true' stops it at start-up. Other variables (LMCache's) are read by their knob's kind."""
+    if BY_NAME()[env_knobs()[variable]].kind != "bool":
+        return value
+    try:
+        return bool(int(value))
+    except ValueError:
+        raise KvplanError(f"vLLM reads it as an integer (0 off, 1 on), got {value!r:.40}", variable) from None
 
 
 @lru_cache(maxsize=1)

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from kvplan import registry
-from kvplan.deployment.declaration import FLAGS_DOOR, Deployment, env_knobs
+from kvplan.deployment.declaration import FLAGS_DOOR, Deployment, env_knobs, env_switch
 from kvplan.deployment.values import Draft
 from kvplan.errors import KvplanError
 
@@ -22,7 +22,7 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
     draft = Draft(door=FLAGS_DOOR)
     for variable, name in env_knobs().items():
         if environ.get(variable, "") != "":
-            draft.set(name, environ[variable], variable)
+            draft.set(name, env_switch(variable, environ[variable]), variable)
     typed = Draft()
     for name, (value, where) in own.items():
         typed.set(name, value, where)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kvplan import registry
-from kvplan.deployment.declaration import FLAGS_DOOR, env_knobs
+from kvplan.deployment.declaration import FLAGS_DOOR, env_knobs, env_switch
 from kvplan.deployment.dialect import Dialect
 from kvplan.deployment.flags import parse_flags
 from kvplan.deployment.values import Draft
@@ -190,7 +190,7 @@ def _read_environment(draft: Draft, env: dict[str, str]) -> None:
     for name, value in env.items():
         knob_name = env_knobs().get(name)
         if knob_name is not None:
-            draft.set(knob_name, value, name)
+            draft.set(knob_name, env_switch(name, value), name)
         elif name.startswith(prefixes):
             gone = next((d.catalogue().renamed_env[name] for d in dialects() if name in d.catalogue().renamed_env),
                         None)
