@@ -45,7 +45,9 @@ FAMILIES: dict[str, Family] = {
     "qwen2_5_vl": Family(qkv_bias=True, exact=True),  # Qwen2.5-VL-7B's text model: Qwen2.5-7B's 7,615,616,512
     "qwen3": Family(qk_norm=True, exact=True),
     "qwen3_moe": Family(qk_norm=True, exact=True),
-    "qwen3_next": Family(qk_norm=True),
+    # the loaded model plus its MTP layer (vLLM 0.33.0 qwen3_next_mtp.py) is the Hub's 81,324,862,720 for
+    # Qwen3-Next-80B-A3B-Instruct (tests/test_hybrid_params.py)
+    "qwen3_next": Family(qk_norm=True, exact=True),
     "qwen3_5_text": Family(qk_norm=True),
     "qwen3_vl_text": Family(qk_norm=True, exact=True),  # Qwen3-VL-8B's text model: Qwen3-8B's 8,190,735,360
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
@@ -94,6 +96,12 @@ FAMILIES: dict[str, Family] = {
     # vLLM falcon_h1.py: every decoder layer is a FalconH1ParallelHybrid (attention and MambaMixer2 beside each
     # other, then a gated SiLU MLP, an RMSNorm before each of the two); no bias in attention or MLP.
     "falcon_h1": Family(parallel_mixers=True),
+    # Granite-4.0-H (vLLM 0.33.0 granitemoehybrid.py): the Hub's 3,191,396,096 for granite-4.0-h-micro and
+    # 6,939,037,248 for granite-4.0-h-tiny, by hand in tests/test_hybrid_params.py
+    "granitemoehybrid": Family(exact=True),
+    # LFM2 (vLLM 0.33.0 models/lfm2.py): the lm_head always tied to the embeddings, q_layernorm and k_layernorm of
+    # head_dim in every attention layer; the Hub's 1,170,340,608 for LFM2-1.2B (tests/test_hybrid_params.py)
+    "lfm2": Family(tied_default=True, qk_norm=True, exact=True),
 }
 
 DEFAULT_FAMILY = Family()

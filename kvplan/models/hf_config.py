@@ -180,11 +180,25 @@ def _intermediate_size(lm: ConfigFields, hidden: int) -> int:
         if not widths or not all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths):
             raise lm.fail("intermediate_size", "must be a positive integer or a list of them")
         return max(widths)
-    explicit = lm.optional_int(("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"))
+    explicit = lm.optional_int(("intermediate_size", "block_ff_dim", "ffn_dim", "n_inner", "ffn_hidden_size"))
     if explicit:
-        return explicit
+        return _adjusted_ff_dim(lm, explicit)
     ratio = lm.optional_int("expansion_ratio")
     return hidden * (ratio or 4)
+
+
+def _adjusted_ff_dim(lm: ConfigFields, size: int) -> int:
+    """LFM2's MLP width (vLLM 0.33.0 models/lfm2.py Lfm2MLP): where block_auto_adjust_ff_dim (transformers'
+    Lfm2Config default true, which reads block_ff_dim as intermediate_size), two thirds of it, times
+    block_ffn_dim_multiplier, rounded up to a multiple of block_multiple_of (256)."""
+    if not lm.flag("block_auto_adjust_ff_dim", lm.text("model_type") == "lfm2"):
+        return size
+    size = int(2 * size / 3)
+    multiplier = lm.number("block_ffn_dim_multiplier")
+    if multiplier is not None:
+        size = int(multiplier * size)
+    step = lm.integer("block_multiple_of", 256)
+    return -(-size // step) * step
 
 
 def _head_dim(lm: ConfigFields, hidden: int, heads: int) -> int:
@@ -272,10 +286,8 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
     if interval:  # Qwen3-Next without layer_types: every interval-th layer is full attention (transformers'
         # Qwen3NextConfig default, which vLLM reads)
         return [full if (i + 1) % interval == 0 else state for i in range(num_layers)]
-    period = lm.optional_int("attn_layer_period")
-    if period:
-        offset = lm.integer("attn_layer_offset", 0, minimum=0)
-        return [full if i % period == offset else state for i in range(num_layers)]
+    if (placed := _placed_attention(lm, num_layers, full, state)) is not None:
+        return placed
     chunk = lm.optional_int("attention_chunk_size")
     if chunk:
         return _chunked(lm, num_layers, kv, head_dim, chunk)
@@ -288,6 +300,22 @@ def _layers(lm: ConfigFields, family: Family, num_layers: int, hidden: int, head
         first = lm.integer("max_window_layers", minimum=0)
         return [sliding if i >= first else full for i in range(num_layers)]
     return [sliding] * num_layers
+
+
+def _placed_attention(lm: ConfigFields, num_layers: int, full: FullAttention, state: Layer) -> list[Layer] | None:
+    """Attention at the layers a period or a list names, the state mixer elsewhere: Jamba's attn_layer_period and
+    offset; Bamba's attn_layer_indices (transformers' BambaConfig.layers_block_type, which vLLM 0.22.0 bamba.py,
+    its last release with Bamba, reads)."""
+    period = lm.optional_int("attn_layer_period")
+    if period:
+        offset = lm.integer("attn_layer_offset", 0, minimum=0)
+        return [full if i % period == offset else state for i in range(num_layers)]
+    indices = lm.array("attn_layer_indices")
+    if indices is None:
+        return None
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < num_layers for i in indices):
+        raise lm.fail("attn_layer_indices", f"must list layer indices below {num_layers}")
+    return [full if i in indices else state for i in range(num_layers)]
 
 
 def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
@@ -518,7 +546,9 @@ def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Lay
 
 
 def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
-    experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"))
+    # 0 experts is a dense model: Granite-4.0-H's num_local_experts 0 (vLLM 0.33.0 granitemoehybrid.py builds
+    # block_sparse_moe only where num_local_experts > 0)
+    experts = lm.optional_int(("num_local_experts", "num_experts", "n_routed_experts"), minimum=0)
     if not experts or experts < 2:
         return None
     per_token_keys = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token",
@@ -536,6 +566,10 @@ def _moe(lm: ConfigFields, num_layers: int, intermediate: int) -> MoE | None:
                                              "share_expert_dim")) or expert_size) if shared else 0
     if lm.has("intermediate_size_mlp"):  # Llama 4: one always-on shared expert of the expert width
         shared, shared_size = 1, expert_size
+    if not shared and lm.optional_int("shared_intermediate_size", minimum=0):
+        # Granite-4.0-H: one shared MLP of shared_intermediate_size beside the experts, no count key (vLLM 0.33.0
+        # granitemoehybrid.py shared_mlp, granitemoeshared.py GraniteMoeSharedMLP)
+        shared, shared_size = 1, lm.integer("shared_intermediate_size")
     shared_width = lm.optional_int("shared_expert_intermediate_size", minimum=0)
     if shared_width:  # Qwen3-Coder writes 0: no shared expert
         shared, shared_size = 1, shared_width

@@ -56,6 +56,8 @@ class MixerCounter(Protocol):
 
     def mamba2_mixer(self, state: Mamba2State) -> int: ...
 
+    def short_conv_mixer(self, state: ShortConvState) -> int: ...
+
     def kda_mixer(self, state: KdaState) -> int: ...
 
 
@@ -787,6 +789,9 @@ class ShortConvState(RecurrentState):
 
     def describe(self) -> str:
         return f"short conv state, {self.channels} channels, kernel {self.conv_kernel}"
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.short_conv_mixer(self)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.models import tower_params
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import KdaState, Layer, Mamba2State
+from kvplan.models.layers import KdaState, Layer, Mamba2State, ShortConvState
 from kvplan.models.model import LayerParams, MoE, ParamCount
 
 
@@ -88,11 +88,21 @@ def _one_block_per_layer(lm: ConfigFields) -> bool:
     return lm.has("hybrid_override_pattern") or lm.has("layers_block_type")
 
 
+def _mlp_in_every_layer(lm: ConfigFields) -> bool:
+    """Granite-4.0-H's layout, named by its `shared_intermediate_size`: both decoder layer kinds, Mamba-2 and
+    attention, carry the shared MLP after their mixer and two RMSNorms, and the experts where num_local_experts > 0
+    (vLLM 0.33.0 granitemoehybrid.py GraniteMoeHybridMambaDecoderLayer and GraniteMoeHybridAttentionDecoderLayer:
+    shared_mlp, block_sparse_moe; SGLang 0.5.23 models/granitemoehybrid.py the same). Bamba's, named by its
+    `attn_layer_indices`: a feed_forward BambaMLP after input_layernorm and pre_ff_layernorm in both its
+    BambaMixerDecoderLayer and BambaAttentionDecoderLayer (vLLM 0.22.0 bamba.py)."""
+    return lm.has("shared_intermediate_size") or lm.array("attn_layer_indices") is not None
+
+
 def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
     """A plain Mamba block is its mixer and one norm."""
     if _one_block_per_layer(lm):
         return layer.mixer_free
-    return layer.has_mlp or _interleaved_by_period(lm)
+    return layer.has_mlp or _interleaved_by_period(lm) or _mlp_in_every_layer(lm)
 
 
 def _norm(lm: ConfigFields, family: Family, hidden: int) -> int:
@@ -242,6 +252,15 @@ class _Mixers:
         return (hidden * projected + conv_dim * state.conv_kernel + conv_bias + 3 * state.heads + norm
                 + state.inner * hidden + proj_bias)
 
+    def short_conv_mixer(self, state: ShortConvState) -> int:
+        """LFM2's gated short convolution (vLLM 0.33.0 model_executor/layers/mamba/short_conv.py ShortConv): in_proj
+        conv_dim -> 3 x conv_dim (B, C and x), a depthwise conv of conv_L_cache taps, out_proj back; each with a
+        bias where conv_bias (Lfm2Config's default false)."""
+        width, kernel = state.channels, state.conv_kernel
+        bias = 5 * width if self.lm.flag("conv_bias", False) else 0
+        self.loose += width * kernel + bias
+        return self.hidden * 3 * width + width * kernel + width * self.hidden + bias
+
     def state_mixer(self) -> int:
         """The recurrent mixer the config's fields describe: Gated DeltaNet, else Mamba-1."""
         if _gated_delta_net(self.lm):
@@ -322,8 +341,12 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     bias = lm.flag("bias", False) if lm.has("bias") else family.mlp_bias  # Falcon: one switch for all
     if moe is None or not _has_experts(lm, moe, index):
         # Llama 4's intermediate_size_mlp; MiniMax-M3's dense_intermediate_size (vLLM 0.33.0
-        # models/minimax_m3/nvidia/model.py: its dense layers' MiniMaxM3MLP)
+        # models/minimax_m3/nvidia/model.py: its dense layers' MiniMaxM3MLP); a dense Granite-4.0-H's only MLP is
+        # its shared_mlp of shared_intermediate_size (granitemoehybrid.py, no block_sparse_moe at 0 experts)
         size = lm.optional_int(("intermediate_size_mlp", "dense_intermediate_size")) if moe else None
+        if moe is None and lm.has("shared_intermediate_size"):
+            size = lm.integer("shared_intermediate_size", minimum=0)
+            return _dense_mlp(family, hidden, size, bias) if size else 0, 0, _mlp_bias(family, hidden, size, bias)
         size = size or intermediate
         return _dense_mlp(family, hidden, size, bias), 0, _mlp_bias(family, hidden, size, bias)
     # A latent MoE (vLLM 0.33.0 nemotron_h.py NemotronHMoE): the router and shared experts read the hidden state,
