@@ -190,8 +190,9 @@ def _intermediate_size(lm: ConfigFields, hidden: int) -> int:
 def _adjusted_ff_dim(lm: ConfigFields, size: int) -> int:
     """LFM2's MLP width (vLLM 0.33.0 models/lfm2.py Lfm2MLP): where block_auto_adjust_ff_dim (transformers'
     Lfm2Config default true, which reads block_ff_dim as intermediate_size), two thirds of it, times
-    block_ffn_dim_multiplier, rounded up to a multiple of block_multiple_of (256)."""
-    if not lm.flag("block_auto_adjust_ff_dim", lm.text("model_type") == "lfm2"):
+    block_ffn_dim_multiplier, rounded up to a multiple of block_multiple_of (256). Only models/lfm2.py adjusts
+    (lfm2_moe.py's MLPs keep their width)."""
+    if lm.text("model_type") != "lfm2" or not lm.flag("block_auto_adjust_ff_dim", True):
         return size
     size = int(2 * size / 3)
     multiplier = lm.number("block_ffn_dim_multiplier")
