@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -233,3 +234,22 @@ def test_a_mistyped_command_gets_one_suggestion():
     result = run("estimat", "--model", "Qwen/Qwen2.5-7B")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.count("Did you mean") == 1 and "'estimate'" in result.stderr
+
+
+def test_pool_line_names_an_engines_own_pools_not_a_false_division():
+    # DeepSeek-V4-Flash at TP 8 with 40 GiB: vLLM's packed groups are the flat layout's, 42,949,672,960 // 1,002,240
+    # = 42,853 blocks (tests/test_deepseek_v4.py); TensorRT-LLM's 50,310 compressed blocks come from its pool groups
+    # (tests/test_trtllm_deepseek_v4.py), not from 42,949,672,960 // 870,912 = 49,315, so the panel names the pools
+    import kvplan
+    from kvplan.cli import render
+
+    flash = str(Path(__file__).parent / "fixtures" / "configs" / "frontier" / "deepseek-ai__DeepSeek-V4-Flash")
+
+    def plan(engine: str):
+        return kvplan.estimate(flash, gpu="h200", tensor_parallel_size=8, engine=engine, kv_cache_memory_bytes=40 << 30)
+
+    assert render.pool_line(plan("vllm")) == "42,949,672,960 B // 1,002,240 B = 42,853 blocks"
+    trtllm = plan("trtllm")
+    assert render.pool_line(trtllm).startswith("42,949,672,960 B in the engine's own pools: compressed 6,439,680 tokens")
+    assert render.formula(trtllm).startswith("block bytes: each pool's own")
+    assert render.pool_line(plan("sglang")).startswith("42,949,672,960 B in the engine's own pools: full 5,677,312")

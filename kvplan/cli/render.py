@@ -64,6 +64,8 @@ def formula(plan: Plan) -> str:
     if len(layout.groups) == 1 and layout.mixed:  # layers of different pages in one block: each spec's own sum
         terms = [f"({layer.block_formula(count, plan.tensor_parallel, bs, kvb)})" for layer, count in layout.mixed]
         return f"block bytes = {' + '.join(terms)} = {layout.block_bytes:,} B"
+    if own_pools(plan):
+        return "block bytes: each pool's own (the pool line and the notes give them)"
     if layout.groups[0].members:  # vLLM's packed groups: a block id costs the widest group's pages
         terms = [" + ".join(layer.block_formula(count, plan.tensor_parallel, bs, kvb) for layer, count in g.members)
                  for g in layout.groups]
@@ -84,11 +86,21 @@ def knobs_line(plan: Plan) -> str:
     return ", ".join(f"{name} {value}" for name, value in parts if value is not None)
 
 
+def own_pools(plan: Plan) -> bool:
+    """Pools the engine sizes by rules of its own (DeepSeek-V4's on SGLang and TensorRT-LLM), whose blocks are not the
+    flat layout's bytes divided out: the panel names those pools, not the layout's block formula."""
+    block_bytes = plan.layout.block_bytes
+    return plan.pools is not None and (not block_bytes or
+                                       max(plan.memory.kv_cache_bytes, 0) // block_bytes != plan.capacity.num_blocks)
+
+
 def pool_line(plan: Plan) -> str:
     kv_bytes, block_bytes = max(plan.memory.kv_cache_bytes, 0), plan.layout.block_bytes
     if plan.pools is None:
         return f"{kv_bytes:,} B // {block_bytes:,} B = {plan.capacity.num_blocks:,} blocks"
     split = ", ".join(f"{pool.name} {pool.tokens:,} tokens x {pool.bytes_per_token:,} B" for pool in plan.pools.pools)
+    if own_pools(plan):
+        return f"{kv_bytes:,} B in the engine's own pools: {split}"
     return f"{kv_bytes:,} B // {block_bytes:,} B = {plan.capacity.num_blocks:,} blocks, re-split into {split}"
 
 
