@@ -157,6 +157,9 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
             # DeepSeek-V4's fp4 experts beside fp8 (kvplan.models.hf_config._expert_format): 4-bit values and one
             # UE8M0 scale byte per 32 (Mxfp4MoEMethod's checkpoint layout)
             return (dense, experts * 17 // 32), ""
+        if quant is not None and quant.expert_format == "nvfp4" and method == quant.method:
+            # ModelOpt's NVFP4 experts beside fp8 (kvplan.models.modelopt.hybrid_moe_format), groups of 16
+            return (dense, _nvfp4(experts, quant.group_size or 16)), ""
         return (dense, experts), ""  # 8-bit weights in every linear layer
     if method == "mxfp4":
         # Only the routed experts are MXFP4; attention, router, sinks, norms and embeddings stay at the model dtype.

@@ -128,7 +128,7 @@ def test_mixed_precision_without_a_map_refused(tmp_path: Path) -> None:
 def test_mixed_checkpoints_plan_without_the_bf16_note(engine: str) -> None:
     for model in (M3, LIGHTNING, FRONTIER / "nvidia__Qwen3.6-27B-NVFP4", FRONTIER / "nvidia__Qwen3.6-35B-A3B-NVFP4",
                   FRONTIER / "nvidia__DeepSeek-V4-Flash-NVFP4"):
-        plan = estimate(str(model), gpu="b200", engine=engine, max_model_len=8192)
+        plan = estimate(str(model), gpu="b200", engine=engine, max_model_len=8192, tensor_parallel_size=4)
         assert not any("quantization 'modelopt_mixed' is not modelled" in note for note in plan.notes), model.name
 
 
@@ -142,3 +142,16 @@ def test_models_import_keeps_the_inline_map(tmp_path: Path) -> None:
     stored = json.loads((tmp_path / "specs" / "acme__m3.json").read_text())
     published = json.loads((M3 / "config.json").read_text())["quantization_config"]
     assert stored["config"]["quantization_config"] == published
+
+
+def test_deepseek_v4_nvfp4_hybrid_experts() -> None:
+    # nvidia/DeepSeek-V4-Flash-NVFP4's config.json: quant_method fp8 (block 128), quant_algo MIXED_PRECISION,
+    # moe_quant_algo NVFP4, group_size 16, expert_dtype fp4: the routed experts NVFP4, not MXFP4 (17/32 B).
+    # 43 layers x 256 experts x 3 x hidden 4,096 x 2,048.
+    experts = 43 * 256 * 3 * 4096 * 2048  # 277,025,390,592
+    spec = read_local(FRONTIER / "nvidia__DeepSeek-V4-Flash-NVFP4")
+    assert spec.quantization is not None and spec.quantization.expert_format == "nvfp4"
+    layout = weight_layout(spec, 2, "fp8")
+    assert layout.experts_per_layer * 43 == nvfp4(experts) == 155_826_782_208
+    base = read_local(FRONTIER / "deepseek-ai__DeepSeek-V4-Flash")  # DeepSeek's own: MXFP4 experts
+    assert weight_layout(base, 2, "fp8").experts_per_layer * 43 == experts * 17 // 32

@@ -658,7 +658,7 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
         bits, group = 4, 32
     skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
     return Quantization(method, bits, group if group and group > 0 else None,
-                        tuple(str(s) for s in skipped))
+                        tuple(str(s) for s in skipped), expert_format=modelopt.hybrid_moe_format(q.data))
 
 
 def _expert_format(lm: ConfigFields, quant: Quantization | None) -> Quantization | None:
@@ -673,7 +673,7 @@ def _expert_format(lm: ConfigFields, quant: Quantization | None) -> Quantization
         raise lm.fail("expert_dtype", f"({fmt!r:.20}) must be fp4 or fp8, the formats vLLM 0.33.0 takes")
     if quant is None or quant.method != "fp8" or fmt == "fp8":
         return quant
-    return replace(quant, expert_format="mxfp4")
+    return replace(quant, expert_format=quant.expert_format or "mxfp4")
 
 
 def _max_context(lm: ConfigFields, family: Family) -> tuple[int, str | None]:

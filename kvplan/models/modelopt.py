@@ -121,14 +121,24 @@ def check_formats(quant: Quantization | None, allow_unmodelled: bool, where: str
     """Refuse a MIXED_PRECISION map naming an algorithm kvplan does not weigh, naming it; with allow_unmodelled,
     the note that those modules are counted at the model dtype."""
     unknown = unknown_formats(quant)
-    if not unknown:
+    if quant is None or not unknown:
         return []
     named = ", ".join(unknown)
     if not allow_unmodelled:
-        raise KvplanError(f"quantized_layers names quant_algo {named}, which kvplan does not model (it weighs "
-                          f"{', '.join(MIXED_FORMATS)}); --allow-unmodelled counts those modules at the model "
-                          "dtype", where)
-    return [f"quantized_layers: quant_algo {named} not modelled; those modules counted at the model dtype"]
+        raise KvplanError(f"{quant.source} quantized_layers names quant_algo {named}, which kvplan does not model "
+                          f"(it weighs {', '.join(MIXED_FORMATS)}); --allow-unmodelled counts those modules at the "
+                          "model dtype", where)
+    return [f"{quant.source} quantized_layers: quant_algo {named} not modelled; those modules counted at the model "
+            "dtype"]
+
+
+def hybrid_moe_format(section: dict[str, Any]) -> str | None:
+    """'nvfp4' for ModelOpt's hybrid fp8 checkpoint (quant_method fp8, quant_algo MIXED_PRECISION, moe_quant_algo
+    NVFP4: nvidia/DeepSeek-V4-*-NVFP4), whose routed experts both engines load as NVFP4 beside the block FP8 of
+    the rest: vLLM 0.33.0 models/deepseek_v4/quant_config.py DeepseekV4FP8Config.get_quant_method (where
+    expert_dtype is fp4), SGLang 0.5.23 configs/model_config.py nvfp4_moe_meta. None otherwise."""
+    hybrid = str(section.get("quant_algo", "")).upper() == "MIXED_PRECISION"
+    return "nvfp4" if hybrid and str(section.get("moe_quant_algo", "")).upper() == "NVFP4" else None
 
 
 def is_excluded(excluded: tuple[str, ...], name: str) -> bool:
