@@ -20,6 +20,8 @@ from kvplan.models.sources import read_local
 from kvplan.models.tower_params import gemma4_audio
 from kvplan.plan import GpuChoice
 
+ROOT = Path(__file__).resolve().parents[1]
+
 # The released E2B / E4B audio_config's fields (a stored copy of them: read_file id 71317172887, which checks a
 # checkpoint's audio_config against these values); the Hub is unreachable, so the config is not read from there.
 AUDIO = {"model_type": "gemma4_audio", "hidden_size": 1024, "num_hidden_layers": 12, "num_attention_heads": 8,
@@ -100,6 +102,14 @@ def test_vision_tower_counted_module_by_module():
     assert (layer, tower) == (20_187_792, 575_743_536)  # Google's model card: a ~550M vision encoder
     spec = read_local(Path(calibration.MODELS) / "gemma-4-31b-it.json")
     assert spec.params.vision == tower
+    # gemma-4-26B-A4B's tower (the same vision_config, text width 2,816): a published GGUF of its projector,
+    # mmproj-gemma-4-26b-a4b-it-f16.gguf, is 1,193,058,432 bytes (its model page, keyuan01/Gemma-4-26B-A4B-it-MixQ-
+    # 13G-GGUF). llama.cpp writes 2-D weights in f16 and 1-D tensors in f32; with the 3-D position table in f32
+    # too, the count leaves 22,464 bytes for the file's header and tensor index
+    moe = read_local(ROOT / "tests" / "fixtures" / "configs" / "frontier" / "google__gemma-4-26B-A4B" / "config.json")
+    assert moe.params.vision == tower - 1152 * 5376 + 1152 * 2816 == 572_794_416
+    wide = 2 * 10240 * 1152 + 27 * (4 * 1152 + 2 * 72) + 2 * 1152  # position table, norms, std buffers: 4 B each
+    assert 1_193_058_432 - (2 * moe.params.vision + 2 * wide) == 22_464
     # Y13's vLLM 0.23.0 log: "Model loading took 58.99 GiB". From its config the count gives 58.75 GiB (58.46 with
     # the tower estimated as a plain ViT, 0.29 GiB lower)
     entry = {entry["id"]: entry for entry in calibration.entries()}["Y13"]
