@@ -35,3 +35,12 @@ def test_an_observed_total_carries_no_such_note():
     plan = estimate("Qwen/Qwen2.5-7B", gpu="h200:2g.35gb", max_model_len=8192)
     assert not any("derived from another figure" in note for note in plan.notes)
     assert plan.gpu.memory_note is None
+
+
+def test_size_notes_a_derived_slice_it_shows_once():
+    from kvplan.sizing import size
+
+    sizing = size("Qwen/Qwen2.5-7B", "4@8K", gpus="h200:1g.35gb,h200:2g.35gb")
+    derived = [note for note in sizing.notes if "derived from another figure" in note]
+    assert derived == ["NVIDIA H200 MIG 1g.35gb: its 32.50 GiB total is derived from another figure, not observed "
+                       "(kvplan gpus --json gives how)"]

@@ -15,7 +15,7 @@ from typing import Any
 from kvplan.deployment import Deployment
 from kvplan.deployment.knobs import AUTO
 from kvplan.errors import KvplanError
-from kvplan.hardware import Gpu, catalogue, find_gpu
+from kvplan.hardware import Gpu, catalogue, derived_memory_note, find_gpu
 from kvplan.sizing.command import engine_has, launchable, unspoken
 from kvplan.sizing.formats import WEIGHT_FORMATS, KvFormat, WeightFormat, kv_format, parse_list, weight_format
 from kvplan.sizing.prices import parse_price_flags
@@ -137,6 +137,8 @@ def size_deployment(base: Deployment, targets: tuple[Target, ...], gpus: str | S
     _check_base(spec, base, draft)
     sizing = search(spec, base, targets, space, prices, draft)
     sizing.notes.extend(notes)
+    shown = sizing.options + sizing.best_per_gpu + sizing.closest
+    sizing.notes += [n for n in dict.fromkeys(derived_memory_note(option.gpu) for option in shown) if n]
     if any(option.weights.checkpoint for option in sizing.options + sizing.closest):
         sizing.notes.append("an awq or gptq option loads a 4-bit checkpoint of the model in its place: put that "
                             "checkpoint's id where the command names the model")
