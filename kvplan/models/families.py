@@ -102,6 +102,9 @@ FAMILIES: dict[str, Family] = {
     # LFM2 (vLLM 0.33.0 models/lfm2.py): the lm_head always tied to the embeddings, q_layernorm and k_layernorm of
     # head_dim in every attention layer; the Hub's 1,170,340,608 for LFM2-1.2B (tests/test_hybrid_params.py)
     "lfm2": Family(tied_default=True, qk_norm=True, exact=True),
+    # Zamba2 (vLLM 0.33.0 zamba2.py Zamba2ForCausalLM ties its lm_head to the embeddings; Zamba2Config's
+    # tie_word_embeddings default true); its layers read by models/shared_blocks.py
+    "zamba2": Family(tied_default=True),
 }
 
 DEFAULT_FAMILY = Family()

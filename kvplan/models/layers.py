@@ -60,6 +60,8 @@ class MixerCounter(Protocol):
 
     def kda_mixer(self, state: KdaState) -> int: ...
 
+    def shared_block(self, owner: bool) -> int: ...
+
 
 class LayerKind(Protocol):
     """What every kind of layer provides. Specs are frozen dataclasses: equal by value, hashable, asdict-able."""
@@ -870,19 +872,16 @@ class SharedKv(_NoPages):
         return counter.kv_attention(self.kv_heads, self.head_dim)
 
 
-@dataclass(frozen=True)
-class ParallelHybrid(_HeadsOfItsAttention, _PlainFlags):
-    """A decoder layer whose input goes through an attention mixer and a Mamba-2 mixer side by side, their outputs
-    summed, then one MLP (Falcon-H1: vLLM falcon_h1.py FalconH1ParallelHybrid). vLLM v1 registers the two mixers
-    as two cache layers, the Mamba one under the layer index num_hidden_layers + i, so the pool sees an attention
-    spec and a Mamba spec per decoder layer (cache_layers); what it caches per token is its attention's."""
+class _AttentionBesideState(_HeadsOfItsAttention, _PlainFlags):
+    """What a decoder layer with an attention mixer and a recurrent mixer answers: vLLM v1 registers the two as two
+    cache layers (cache_layers), so the pool sees an attention spec and a state spec per decoder layer; what it
+    caches per token is its attention's. Holds no data: each kind is its own dataclass with `attention` and
+    `mixer`, rebuilt by dataclasses.replace."""
 
     attention: FullAttention
-    mixer: Layer  # a Mamba2State from the config's mamba_* fields, or a sizeless StateOnly without them
-    kind: ClassVar[str] = "parallel"
+    mixer: Layer  # a Mamba2State from the config's mamba fields, or a sizeless StateOnly without them
     holds_kv: ClassVar[bool] = True
     drops_old_tokens: ClassVar[bool] = False
-    has_mlp: ClassVar[bool] = True
     # The state flags stay plain: the state sits in its own cache layer (cache_layers), which answers them for the pool.
 
     def bytes_per_token(self, kv_bytes: int, tp: int = 1) -> int:
@@ -904,31 +903,67 @@ class ParallelHybrid(_HeadsOfItsAttention, _PlainFlags):
     def state_page_bytes(self, tp: int = 1) -> int:
         return self.mixer.state_page_bytes(tp)
 
-    def as_full(self) -> ParallelHybrid:
-        return ParallelHybrid(self.attention.as_full(), self.mixer.as_full())
+    def as_full(self: Any) -> Any:
+        return replace(self, attention=self.attention.as_full(), mixer=self.mixer.as_full())
 
-    def padded_to(self, attention_page: int, tp: int) -> ParallelHybrid:
-        return ParallelHybrid(self.attention, self.mixer.padded_to(attention_page, tp))
+    def padded_to(self: Any, attention_page: int, tp: int) -> Any:
+        return replace(self, mixer=self.mixer.padded_to(attention_page, tp))
 
-    def as_served(self, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
-                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> ParallelHybrid:
-        return ParallelHybrid(self.attention, self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks,
-                                                                   fallback_ssm_bytes, whole_length))
+    def as_served(self: Any, conv_bytes: int, ssm_bytes: int | None, spec_tokens: int, extra_blocks: int,
+                  fallback_ssm_bytes: int | None = None, whole_length: bool = False) -> Any:
+        return replace(self, mixer=self.mixer.as_served(conv_bytes, ssm_bytes, spec_tokens, extra_blocks,
+                                                        fallback_ssm_bytes, whole_length))
 
     def kept_tokens(self) -> int | None:
         return self.attention.kept_tokens()
 
-    def unpaged(self) -> ParallelHybrid:
-        return ParallelHybrid(self.attention, self.mixer.unpaged())
+    def unpaged(self: Any) -> Any:
+        return replace(self, mixer=self.mixer.unpaged())
 
     def sequence_state_bytes(self, conv_bytes: int, fallback_ssm_bytes: int, tp: int) -> int:
         return self.mixer.sequence_state_bytes(conv_bytes, fallback_ssm_bytes, tp)
 
-    def describe(self) -> str:
-        return f"parallel: {self.attention.describe()} beside {self.mixer.describe()}"
-
     def block_formula(self, layers: int, tp: int, block_size: int, kv_bytes: int) -> str:
         return " + ".join(layer.block_formula(layers, tp, block_size, kv_bytes) for layer in self.cache_layers())
 
+
+@dataclass(frozen=True)
+class ParallelHybrid(_AttentionBesideState):
+    """A decoder layer whose input goes through an attention mixer and a Mamba-2 mixer side by side, their outputs
+    summed, then one MLP (Falcon-H1: vLLM falcon_h1.py FalconH1ParallelHybrid). vLLM v1 registers the two mixers
+    as two cache layers, the Mamba one under the layer index num_hidden_layers + i."""
+
+    attention: FullAttention
+    mixer: Layer
+    kind: ClassVar[str] = "parallel"
+    has_mlp: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return f"parallel: {self.attention.describe()} beside {self.mixer.describe()}"
+
     def mixer_params(self, counter: MixerCounter) -> int:
         return sum(layer.mixer_params(counter) for layer in self.cache_layers())
+
+
+@dataclass(frozen=True)
+class SharedBlockHybrid(_AttentionBesideState):
+    """A Zamba2 'hybrid' layer (vLLM 0.33.0 model_executor/models/zamba2.py Zamba2HybridLayer): one of the
+    num_mem_blocks shared transformer blocks (attention over the concatenated hidden and embedding, 2 x hidden
+    wide, then a gated MLP), a hidden x hidden linear, then the layer's own Mamba-2 decoder. The blocks' weights
+    are shared, but each invocation has an Attention of its own (Zamba2Attention.dpa_list, registered as
+    attn.{j} with j unique across the hybrid positions), so every hybrid position caches its own K and V, as
+    many KV heads as attention heads (the Attention is built without num_kv_heads), beside its Mamba-2 state.
+    The parameters: the Mamba-2 mixer and, per position, the linear and the LoRA adapters of the MLP (and of q,
+    k and v where use_shared_attention_adapter); the shared block once, at its first position (owns_block)."""
+
+    attention: FullAttention
+    mixer: Layer
+    owns_block: bool = field(default=False, compare=False)  # counts the shared block's weights (its first use)
+    kind: ClassVar[str] = "shared_block"
+    has_mlp: ClassVar[bool] = False  # the shared block's MLP is counted by mixer_params
+
+    def describe(self) -> str:
+        return f"shared block: {self.attention.describe()} of its own, then {self.mixer.describe()}"
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return self.mixer.mixer_params(counter) + counter.shared_block(self.owns_block)

@@ -252,6 +252,27 @@ class _Mixers:
         return (hidden * projected + conv_dim * state.conv_kernel + conv_bias + 3 * state.heads + norm
                 + state.inner * hidden + proj_bias)
 
+    def shared_block(self, owner: bool) -> int:
+        """What a Zamba2 hybrid position adds to its Mamba-2 mixer (vLLM 0.33.0 model_executor/models/zamba2.py):
+        its own hidden x hidden linear (Zamba2HybridLayer.linear) and the LoRA adapter of the MLP's gate_up_proj
+        (hidden -> adapter_rank -> 2 x intermediate), with q, k and v adapters (attention width -> adapter_rank ->
+        attention width each) where use_shared_attention_adapter; where owner, the shared block itself, counted
+        once for all its positions (Zamba2AttentionDecoderLayer): input_layernorm over the 2 x hidden
+        concatenation, qkv_proj (attention width -> 3 x attention width), o_proj (-> hidden), pre_ff_layernorm,
+        gate_up_proj and down_proj, with biases where add_bias_linear."""
+        lm, hidden, inner = self.lm, self.hidden, self.intermediate
+        width, rank = 2 * hidden, lm.integer("adapter_rank", 128)
+        adapters = hidden * rank + rank * 2 * inner
+        if lm.flag("use_shared_attention_adapter", False):
+            adapters += 3 * (width * rank + rank * width)
+        if not owner:
+            return hidden * hidden + adapters
+        bias = 2 * inner + hidden if lm.flag("add_bias_linear", False) else 0
+        self.loose += 2 * hidden + hidden + bias
+        block = (2 * hidden + width * 3 * width + width * hidden + hidden
+                 + hidden * 2 * inner + inner * hidden + bias)
+        return hidden * hidden + adapters + block
+
     def short_conv_mixer(self, state: ShortConvState) -> int:
         """LFM2's gated short convolution (vLLM 0.33.0 model_executor/layers/mamba/short_conv.py ShortConv): in_proj
         conv_dim -> 3 x conv_dim (B, C and x), a depthwise conv of conv_L_cache taps, out_proj back; each with a

@@ -96,6 +96,8 @@ def rope_tables(lm: ConfigFields, family: Family, head_dim: int, has_sliding: bo
     """The distinct RoPE tables of the model's attention layers; none for learned, ALiBi or no positions."""
     if not family.rotary or lm.flag("alibi", False) or head_dim == 0:
         return ()
+    if not lm.flag("use_mem_rope", True):  # Zamba2 (vLLM 0.33.0 zamba2.py: rotary_emb only where use_mem_rope)
+        return ()
     parameters = lm.nested("rope_parameters")
     partial = (lm.number("partial_rotary_factor") or (parameters.number("partial_rotary_factor") if parameters
                                                      else None) or lm.number("rotary_pct") or 1.0)
