@@ -4,8 +4,9 @@ covered, and the ones not yet, newer first. Needs PyPI (https://pypi.org/pypi/<p
     python benchmarks/releases.py
 
 To add a release: read its wheel (`pip download --no-deps vllm==X -d DIR`) against the rules the table's
-changes name, record each rule that moved as a Change (with the file or PR), add the release to COVERED, and
-regenerate tests/oracle/cases.jsonl for it."""
+changes name, record each rule that moved as a Change (with the file or PR), add the release to COVERED,
+regenerate tests/oracle/cases.jsonl for it, and the architectures it registers (benchmarks/architecture_registries.py
+over every covered release's wheel, into kvplan/engines/<name>/data/architectures.json)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from kvplan.deployment.dialect import Dialect
     from kvplan.engines.base import Engine
     from kvplan.engines.log_lines import LogLines
+    from kvplan.engines.registered import Registries
     from kvplan.engines.releases import Releases
 
 DEFAULT = "vllm"  # the engine a deployment that names none is planned for
@@ -68,6 +69,16 @@ def releases(name: str) -> Releases | None:
     if name in _PACKAGES and find_spec(f"{_PACKAGES[name]}.releases") is None:
         return None
     return _part(name, "releases", "RELEASES")
+
+
+def architectures(name: str) -> Registries | None:
+    """The model architectures each release of the engine registers (engines/registered.py); None for an engine
+    kvplan has no such table for."""
+    from importlib.util import find_spec
+
+    if name in _PACKAGES and find_spec(f"{_PACKAGES[name]}.architectures") is None:
+        return None
+    return _part(name, "architectures", "REGISTRIES")
 
 
 def label(name: str) -> str:

@@ -95,8 +95,9 @@ def test_a_concurrency_line_for_zero_tokens_is_said_to_be_no_length():
 def test_a_model_with_no_blocks_per_request_has_no_concurrency_to_compare():
     # state-spaces/mamba-2.8b-hf under vLLM's V0 era (v0.6): 64 Mamba layers, no attention, and V0 keeps the states
     # outside the block pool, so a request holds 0 blocks. vLLM's concurrency (blocks / blocks per request) has no
-    # value; kvplan says so instead of printing "0.00x" (or "infx").
-    text = gemma2("(v0.19.0)", "(v0.6.0)").replace("version 0.19.0", "version 0.6.0")
+    # value; kvplan says so instead of printing "0.00x" (or "infx"). v0.6.3: the first release whose registry has
+    # MambaForCausalLM (vllm-0.6.3 wheel, model_executor/models/registry.py)
+    text = gemma2("(v0.19.0)", "(v0.6.3)").replace("version 0.19.0", "version 0.6.3")
     text = text.replace("'max_model_len': 8192", "'max_model_len': 2048").replace("max_seq_len=8192",
                                                                                  "max_seq_len=2048")
     result = explain(text.replace("for 8,192 tokens", "for 2,048 tokens"), "gemma.log",

@@ -218,6 +218,7 @@ def test_state_layers_stay_outside_a_flat_pool():
 
 def test_vllm_before_0_10_keeps_states_out_of_the_pool():
     # vLLM before the v1 hybrid support (0.10) ran Mamba on V0 with a state cache of its own: blocks stay 16 tokens.
-    result = plan(resolve("Qwen/Qwen3-Next-80B-A3B-Instruct"), gpu="h200", tensor_parallel_size=2,
+    # Jamba (registered from 0.6.0; Qwen3-Next only from 0.10.2, vllm-0.10.2 wheel models/registry.py)
+    result = plan(resolve("ai21labs/AI21-Jamba-1.5-Mini"), gpu="h200", tensor_parallel_size=2,
                   kv_cache_memory_bytes=10 * GiB, engine_version="0.9.2")
     assert result.engine.block_size == 16 and result.layout.num_groups == 1

@@ -142,6 +142,7 @@ def plan(engine: Engine, target: PlanInput) -> Plan:
     from kvplan.deployment.rules import check
 
     _check_release(engine, target.deployment)
+    target = _check_architecture(engine, target)
     _check_kv_cache_dtype(engine, target.deployment)
     notes = check(target.deployment, target.spec, target.gpu)
     if notes:
@@ -161,6 +162,19 @@ def _check_release(engine: Engine, dep: Deployment) -> None:
     if releases is None:
         raise KvplanError(f"{engine.label} has no releases; an engine version does not apply", dep.where("engine_version"))
     releases.checked(dep.engine_version, dep.where("engine_version"))
+
+
+def _check_architecture(engine: Engine, target: PlanInput) -> PlanInput:
+    """A release that does not register the model's architecture refuses it; with --allow-unmodelled, a note
+    (engines/registered.py)."""
+    from kvplan import registry
+
+    registries, releases = registry.architectures(engine.name), registry.releases(engine.name)
+    if registries is None or releases is None:
+        return target
+    version = target.deployment.engine_version or releases.newest
+    note = registries.check(target.spec, target.deployment, version)
+    return replace(target, notes=(*target.notes, note)) if note else target
 
 
 def _check_kv_cache_dtype(engine: Engine, dep: Deployment) -> None:

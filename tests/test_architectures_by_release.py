@@ -1,0 +1,110 @@
+"""A plan for an architecture the chosen engine release does not register is refused by name (issue 18 section 5,
+issue 22 item 3). Each expected range is read in the release wheels named (their model registries), not taken from
+the data file under test: vLLM's vllm/model_executor/models/registry.py, SGLang's srt/models/*.py EntryClass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from kvplan.deployment.front_doors import from_cli
+from kvplan.engines.vllm.releases import COVERED
+from kvplan.errors import KvplanError
+
+FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
+# ibm-ai-platform/Bamba-9B's geometry as tests/test_hybrid_params.py quotes it
+BAMBA = {"architectures": ["BambaForCausalLM"], "model_type": "bamba", "num_hidden_layers": 32,
+         "num_attention_heads": 32, "hidden_size": 4096, "mamba_d_state": 128, "attn_layer_indices": [9, 18, 27],
+         "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "mamba_n_heads": 128,
+         "mamba_d_head": 64, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+         "tie_word_embeddings": False, "torch_dtype": "bfloat16", "max_position_embeddings": 4096}
+
+
+def plan_of(model: str, version: str, engine: str = "vllm", *flags: str) -> Any:
+    from kvplan.api import estimates
+
+    own = {"model": (model, "--model"), "gpu": ("h100", "--gpu"), "engine": (engine, "--engine"),
+           "engine_version": (version, "--engine-version")}
+    return estimates(from_cli(own, ["--max-model-len", "4096", *flags], None, None, environ={}))[0].plan
+
+
+@pytest.fixture
+def bamba(tmp_path: Path) -> str:
+    (tmp_path / "config.json").write_text(json.dumps(BAMBA))
+    return str(tmp_path)
+
+
+def test_bamba_is_refused_after_vllm_dropped_it(bamba: str) -> None:
+    # vllm-0.24.0-cp38-abi3-manylinux_2_28_x86_64.whl registry.py: BambaForCausalLM only in
+    # _PREVIOUSLY_SUPPORTED_MODELS ("0.23.0"); vllm-0.7.3-cp38-abi3-manylinux1_x86_64.whl's _TEXT_GENERATION_MODELS is
+    # the first with it (0.7.2's has none), vllm-0.23.0-2-cp38-abi3-manylinux_2_28_x86_64.whl the last
+    for version in ("0.33.0", "0.24.0", "0.7.2"):
+        with pytest.raises(KvplanError, match=rf"vLLM {version} does not register BambaForCausalLM \(registered "
+                                              r"0\.7\.3-0\.23\.0\)"):
+            plan_of(bamba, version)
+    for version in ("0.22.0", "0.23.0", "0.7.3"):
+        assert plan_of(bamba, version).capacity.tokens > 0
+
+
+def test_the_refusal_is_one_line_and_exit_2(bamba: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "estimate", "--model", bamba, "--gpu", "h100", "--max-model-len", "4096",
+                           "--vllm-version", "0.33.0")
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "vLLM 0.33.0 does not register BambaForCausalLM" in err
+
+
+def test_allow_unmodelled_plans_it_with_a_note(bamba: str) -> None:
+    plan = plan_of(bamba, "0.33.0", "vllm", "--allow-unmodelled")
+    assert any(note.startswith("vLLM 0.33.0 does not register BambaForCausalLM (registered 0.7.3-0.23.0)")
+               for note in plan.notes)
+
+
+def test_a_config_without_architectures_is_not_checked(tmp_path: Path) -> None:
+    # both engines refuse or fall back only on the names config.json gives; kvplan names such a config by its
+    # model_type, which no registry holds
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in BAMBA.items() if k != "architectures"}))
+    assert plan_of(str(tmp_path), "0.33.0").capacity.tokens > 0
+
+
+def test_qwen2_is_registered_by_every_covered_vllm_release() -> None:
+    # Qwen2ForCausalLM is in the registry of every wheel from vllm-0.6.0-cp38-abi3-manylinux1_x86_64.whl
+    # (models/registry.py _MODELS) to vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl (_TEXT_GENERATION_MODELS)
+    from kvplan.engines.vllm.architectures import REGISTRIES
+
+    assert [v for v in COVERED if REGISTRIES.unregistered("Qwen2ForCausalLM", v)] == []
+    for version in (COVERED[0], "0.22", COVERED[-1]):
+        assert plan_of("Qwen/Qwen2.5-7B", version).capacity.tokens > 0
+
+
+def test_deepseek_v4_before_vllm_registered_it() -> None:
+    # vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl registry.py: "DeepseekV4ForCausalLM": ("deepseek_v4", ...) in
+    # _TEXT_GENERATION_MODELS; vllm-0.19.0-cp38-abi3-manylinux_2_31_x86_64.whl has no such key
+    flash = str(FRONTIER / "deepseek-ai__DeepSeek-V4-Flash")
+    with pytest.raises(KvplanError, match=r"vLLM 0\.19\.0 does not register DeepseekV4ForCausalLM \(registered "
+                                          r"0\.20\.0-0\.33\.0\)"):
+        plan_of(flash, "0.19.0")
+    from kvplan.engines.vllm.architectures import REGISTRIES
+
+    assert REGISTRIES.unregistered("DeepseekV4ForCausalLM", "0.20.0") is None
+
+
+def test_sglang_by_release() -> None:
+    # sglang-0.5.12 wheel srt/models/deepseek_v4.py: EntryClass = [DeepseekV4ForCausalLM]; sglang-0.5.11's
+    # srt/models has no deepseek_v4.py. SGLang serves an unregistered name with TransformersForCausalLM
+    # (registry.py _normalize_archs), not with the class kvplan models.
+    flash = str(FRONTIER / "deepseek-ai__DeepSeek-V4-Flash")
+    with pytest.raises(KvplanError, match=r"SGLang 0\.5\.11 does not register DeepseekV4ForCausalLM \(registered "
+                                          r"0\.5\.12-0\.5\.23\).*Transformers backend"):
+        plan_of(flash, "0.5.11", "sglang")
+    # Qwen2ForCausalLM: srt/models/qwen2.py EntryClass in sglang-0.4.6-py3-none-any.whl through
+    # sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl
+    assert plan_of("Qwen/Qwen2.5-7B", "0.4.6", "sglang").capacity.tokens > 0
+    # JambaForCausalLM: no srt/models module of sglang 0.4.6-0.5.23 names it in an EntryClass
+    from kvplan.engines.sglang.architectures import REGISTRIES
+
+    assert REGISTRIES.unregistered("JambaForCausalLM", "0.5.23") == (
+        "SGLang 0.5.23 does not register JambaForCausalLM (nor does any release from 0.4.6 to 0.5.23)")
