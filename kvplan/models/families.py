@@ -15,6 +15,7 @@ class Family:
     layer_norm: bool = False  # LayerNorm (weight + bias) rather than RMSNorm (weight only)
     norms_per_layer: int = 2
     qk_norm: bool = False  # per-head q_norm / k_norm weights of head_dim each
+    qk_norm_per_head: bool = False  # q_norm / k_norm weights of their own per head (heads x head_dim, kv x head_dim)
     attention_sinks: bool = False  # one learned sink logit per attention head
     tied_default: bool = False
     lm_head_bias: bool = False
@@ -105,6 +106,9 @@ FAMILIES: dict[str, Family] = {
     # Zamba2 (vLLM 0.33.0 zamba2.py Zamba2ForCausalLM ties its lm_head to the embeddings; Zamba2Config's
     # tie_word_embeddings default true); its layers read by models/shared_blocks.py
     "zamba2": Family(tied_default=True),
+    # PLaMo 2 (vLLM 0.26.0 plamo2.py Plamo2DecoderLayer): pre and post norms around both mixer and MLP, and
+    # Plamo2AttentionMixer's q_norm / k_norm weights of (heads, hidden_size_per_head) and (KV heads, ...)
+    "plamo2": Family(norms_per_layer=4, qk_norm_per_head=True),
 }
 
 DEFAULT_FAMILY = Family()

@@ -33,6 +33,7 @@ from kvplan.models.layers import (
     has_compressed_attention,
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
+from kvplan.models.plamo import is_plamo2_config, plamo2_layers
 from kvplan.models.rope import rope_tables
 from kvplan.models.shared_blocks import is_shared_block_config, shared_block_layers
 from kvplan.models.towers import vision_tower
@@ -50,11 +51,6 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
                 "max_sequence_length", "max_seq_length", "seq_len")
 DEFAULT_MAX_LEN = 2048  # vLLM's fallback when a config names no maximum length
 ROPE_TYPES_KEEPING_LENGTH = ("su", "longrope", "llama3", "mrope", "default")
-# PLaMo 2 (vLLM 0.8.5 to 0.26.0 model_executor/models/plamo2.py; gone from 0.27.0): Mamba layers placed by
-# mamba_step (is_mamba), Mamba heads of hidden_size_per_head with no groups, and a mixer of its own (bcdt_proj,
-# dt_proj, no conv bias), none of which kvplan models
-PLAMO2_LAYOUT = ("(PLaMo 2's Mamba layout: layers placed by mamba_step, heads of hidden_size_per_head with no "
-                 "groups, its own bcdt_proj mixer) is not modelled by kvplan; vLLM served it up to 0.26.0")
 # The dtype a checkpoint asks its SSM state to be cached in: Qwen3.5 writes mamba_ssm_dtype; Nemotron-H writes
 # mamba_ssm_cache_dtype, which vLLM's NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (models/config.py)
 # copies into the cache config while --mamba-ssm-cache-dtype is auto.
@@ -251,12 +247,12 @@ def _compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
 
 
 def _mamba_backbone(lm: ConfigFields, num_layers: int, hidden: int, heads: int) -> list[Layer] | None:
-    """A Mamba backbone with attention of its own layout: Zamba2's shared blocks (models/shared_blocks.py), or
-    PLaMo 2's, refused by the key that names it."""
+    """A Mamba backbone with attention of its own layout: Zamba2's shared blocks (models/shared_blocks.py), PLaMo
+    2's mamba_step placement (models/plamo.py)."""
     if is_shared_block_config(lm):
         return shared_block_layers(lm, num_layers, hidden, heads)
-    if lm.has("mamba_step"):
-        raise lm.fail("mamba_step", PLAMO2_LAYOUT)
+    if is_plamo2_config(lm):
+        return plamo2_layers(lm, num_layers)
     return None
 
 

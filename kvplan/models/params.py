@@ -94,8 +94,10 @@ def _mlp_in_every_layer(lm: ConfigFields) -> bool:
     (vLLM 0.33.0 granitemoehybrid.py GraniteMoeHybridMambaDecoderLayer and GraniteMoeHybridAttentionDecoderLayer:
     shared_mlp, block_sparse_moe; SGLang 0.5.23 models/granitemoehybrid.py the same). Bamba's, named by its
     `attn_layer_indices`: a feed_forward BambaMLP after input_layernorm and pre_ff_layernorm in both its
-    BambaMixerDecoderLayer and BambaAttentionDecoderLayer (vLLM 0.22.0 bamba.py)."""
-    return lm.has("shared_intermediate_size") or lm.array("attn_layer_indices") is not None
+    BambaMixerDecoderLayer and BambaAttentionDecoderLayer (vLLM 0.22.0 bamba.py). PLaMo 2's, named by its
+    `mamba_step`: a DenseMLP in every Plamo2DecoderLayer, Mamba or attention (vLLM 0.26.0 plamo2.py)."""
+    return (lm.has("shared_intermediate_size") or lm.array("attn_layer_indices") is not None
+            or lm.has("mamba_step"))
 
 
 def _has_mlp(lm: ConfigFields, layer: Layer) -> bool:
@@ -166,6 +168,7 @@ class _Mixers:
         sinks = family.attention_sinks or (sliding and lm.flag("add_swa_attention_sink_bias", False))
         loose = (q_width + kv_width + v_width if qkv_bias else 0) + (hidden if o_bias else 0)
         loose += (2 * head_dim if family.qk_norm else 0) + (heads if sinks else 0)
+        loose += (heads + kv_heads) * head_dim if family.qk_norm_per_head else 0
         self.loose += loose
         return total + loose
 
@@ -243,6 +246,8 @@ class _Mixers:
         and C; A, D and dt bias per head; a gated RMSNorm over inner unless the config turns it off
         (mamba_rms_norm); out_proj back to hidden."""
         lm, hidden = self.lm, self.hidden
+        if lm.has("mamba_step"):
+            return self._plamo2_mixer(state)
         conv_dim = state.inner + 2 * state.groups * state.state_size
         projected = state.inner + conv_dim + state.heads
         conv_bias = conv_dim if _first_flag(lm, ("use_conv_bias", "mamba_conv_bias"), True) else 0
@@ -272,6 +277,17 @@ class _Mixers:
         block = (2 * hidden + width * 3 * width + width * hidden + hidden
                  + hidden * 2 * inner + inner * hidden + bias)
         return hidden * hidden + adapters + block
+
+    def _plamo2_mixer(self, state: Mamba2State) -> int:
+        """PLaMo 2's Mamba mixer (vLLM 0.26.0 plamo2.py Plamo2MambaMixer), no bias anywhere: in_proj hidden -> 2 x
+        inner, a depthwise conv1d of inner x conv taps, bcdt_proj inner -> time-step rank + 2 x state (the rank
+        max(64, hidden // 16)), dt_proj rank -> heads, A, D and dt_bias per head, out_proj inner -> hidden, and the
+        RMSNorms dt_norm (rank), B_norm and C_norm (state each)."""
+        hidden, inner, heads, size = self.hidden, state.inner, state.heads, state.state_size
+        rank = max(64, hidden // 16)
+        loose = inner * state.conv_kernel + 3 * heads + rank + 2 * size
+        self.loose += loose
+        return hidden * 2 * inner + inner * (rank + 2 * size) + rank * heads + inner * hidden + loose
 
     def short_conv_mixer(self, state: ShortConvState) -> int:
         """LFM2's gated short convolution (vLLM 0.33.0 model_executor/layers/mamba/short_conv.py ShortConv): in_proj
