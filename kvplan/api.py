@@ -64,7 +64,7 @@ def gpu_choices(dep: Deployment) -> list[GpuChoice]:
             except KvplanError as exc:
                 raise exc.at(dep.where("gpu")) from None
             choices.append(GpuChoice(found.id, found.name, found.memory_bytes, count, found.compute_capability,
-                                     found.fp8, derived_memory_note(found)))
+                                     found.fp8, derived_memory_note(found), found.sm_count))
         return choices
     if dep.gpu_memory_bytes is not None:
         return [GpuChoice("custom", f"custom GPU ({dep.gpu_memory_bytes / 2**30:.2f} GiB)", dep.gpu_memory_bytes,

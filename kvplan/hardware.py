@@ -30,6 +30,7 @@ class Gpu:
     bf16_tflops_dense: float | None
     fp8: bool
     compute_capability: str | None = None
+    sm_count: int | None = None  # multi_processor_count (AMD: compute units), as sm_source cites; None: not cited
     unified_memory: bool = False  # the GPU's memory is the host's (DGX Spark's GB10): the total is shared with the CPU
     nvlink: str | None = None  # how its GPUs reach each other: nvswitch, nvlink, bridge (optional), none; None: unknown
     parent: str | None = None  # a MIG slice: the catalogue id of the GPU it is cut from
@@ -71,7 +72,7 @@ def catalogue() -> tuple[Gpu, ...]:
             memory_source=e["memory_source"], nvml_total_mib=e.get("nvml_total_mib"),
             bandwidth_gbps=e.get("bandwidth_gbps"), bf16_tflops_dense=e.get("bf16_tflops_dense"),
             fp8=bool(e.get("fp8")), compute_capability=e.get("compute_capability"),
-            unified_memory=bool(e.get("unified_memory")), nvlink=e.get("nvlink"),
+            sm_count=e.get("sm_count"), unified_memory=bool(e.get("unified_memory")), nvlink=e.get("nvlink"),
             slices=tuple(MigSlice(m["profile"], int(m["memory_bytes"]), m["memory_precision"], m["memory_source"])
                          for m in e.get("mig") or ()))
         for e in entries

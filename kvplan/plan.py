@@ -21,6 +21,7 @@ class GpuChoice:
     compute_capability: str | None = None  # CUDA's "9.0", or the vendor's architecture (gfx942); None: unknown
     fp8: bool = True  # supports FP8 compute; unknown devices are not held back
     memory_note: str | None = None  # why the total is not an observed figure, for a catalogue entry marked derived
+    sm_count: int | None = None  # multi_processor_count (AMD: compute units); None: unknown (a MIG slice has fewer)
 
     @property
     def compute_major(self) -> int | None:

@@ -26,7 +26,7 @@ def test_table_for_a_log_that_replays():
     assert "google/gemma-2-9b-it · vLLM 0.19.0 (V1 engine)" in out
     assert "54.12" in out and "17.22" in out and "21,110" in out and "168,880" in out and "20.60x" in out
     assert "kvplan gives vLLM's figures to the block" in out
-    assert "the term that explains it: activation peak" in out
+    assert "the term that explains it: budget (x utilization)" in out
 
 
 def test_json_document():

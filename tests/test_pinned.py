@@ -8,8 +8,8 @@ Constants used below and where they come from:
   fp32 copies of min(max_num_seqs, max_num_batched_tokens) x vocab + FlashInfer's 1 MiB row states, beside its
   penalty and grammar buffers of max_num_seqs x (vocab + 2 x ceil(vocab / 32)) int32 (so for vocab 152,064 at 256
   sequences: 546,045,952 + 128,849,018 + 165,445,632 = 840,340,602 B, the forward being smaller); V1's sampler
-  is 3.79 copies; moe copies 1.0 (0 for dense models); fixed int(0.12 GiB) = 128,849,018 B; non-torch
-  int(0.25 GiB) = 268,435,456 B on one GPU,
+  side from 0.17 is read in the source (tests/test_vllm_sampler_v1.py); moe copies 1.0 (0 for dense models);
+  fixed int(0.12 GiB) = 128,849,018 B; non-torch int(0.25 GiB) = 268,435,456 B on one GPU,
   with TP > 1 that plus NCCL's growth (kvplan/engines/vllm/interconnect.py: int(0.08 GiB) = 85,899,345 B over PCIe,
   so 354,334,801 B on an RTX 4090, or an RTX 3090 with its optional bridge taken as absent; int(0.42 GiB)
   = 450,971,566 B over NVLink) and, on an NVSwitch or unknown device that may be Hopper, FlashInfer's fusion

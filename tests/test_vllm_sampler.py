@@ -53,11 +53,13 @@ def test_the_switch_chooses_the_path_either_way():
 
 
 def test_v017_triton_by_default_flashinfer_when_opted_in():
-    # 0.17-0.20 sample once: forward_native by default, the era's 3.79 copies (Triton at 256 rows). Peak of the
-    # larger: the sampler's int(3.79 x 155,713,536) = 590,154,301 B over the forward's (3 x 2,048 x 3,584 + 3 x
-    # 2,048 x 18,944) x 2 = 276,824,064 B, plus the era's fixed int(0.12 GiB) = 128,849,018 B: 719,003,319 B.
-    # VLLM_USE_FLASHINFER_SAMPLER=1 on the A100 (8.0, inside 0.19.0's FlashInferBackend 7.5-12.1): FlashInfer's
-    # 3.5 copies and flashinfer 0.6.6's cached 1 MiB row states, int(3.5 x 155,713,536 + 1,048,576) =
-    # 546,045,952 B, still over the forward: 546,045,952 + 128,849,018 = 674,894,970 B
-    assert activation("0.19.0") == 719_003_319
-    assert activation("0.19.0", flashinfer_sampler=True) == 674_894_970
+    # 0.17-0.20 sample once: forward_native by default, Triton at 256 rows (engines/vllm/sampler.py, read in the
+    # wheels): 3.5 x 155,713,536 = 544,997,376 B + the Triton buffer of min(next_power_of_2(min(108 SMs, 256)), 108)
+    # = 108 rows x 608,256 = 65,691,648 B + the held hidden states (2,048 + 2 x 256) x 3,584 x 2 = 18,350,080 B +
+    # PyTorch's cuBLAS workspace off Hopper, 4,096 KiB x 2 + 16 KiB x 8 = 8,519,680 B: 637,558,784 B, over the
+    # forward's (3 x 2,048 x 3,584 + 3 x 2,048 x 18,944) x 2 = 276,824,064 B + the era's int(0.12 GiB) =
+    # 405,673,082 B. VLLM_USE_FLASHINFER_SAMPLER=1 on the A100 (8.0, inside 0.19.0's FlashInferBackend 7.5-12.1):
+    # FlashInfer's 3.5 copies and flashinfer 0.6.6's cached 1 MiB row states, int(3.5 x 155,713,536 + 1,048,576) =
+    # 546,045,952 B, + 18,350,080 + 8,519,680 = 572,915,712 B
+    assert activation("0.19.0") == 637_558_784
+    assert activation("0.19.0", flashinfer_sampler=True) == 572_915_712

@@ -15,9 +15,11 @@ there: 1,024 sequences, 8,192 batched tokens, so the dummy batch has min(1,024, 
   V2's held buffers (0.27+): 1,024 x (151,936 + 4,748 + 1 x 4,748) x 4 = 661,225,472 B (output_bin_counts,
     prompt_bin_mask, grammar_bitmask; ceil(151,936 / 32) = 4,748 words a row)
 The profile's peak is the larger of the forward and the sampler (peak_of_larger), the held buffers beside it:
-  V1 (0.29, 0.33):        FlashInfer's pass (3.5 C) and forward_native's (the era's 3.79 C, Triton), the larger
-                          with FlashInfer's cached 1 MiB row states (sampler.py V1_TWO_PASS_FROM):
-                          int(3.79 x C + 1,048,576) = 2,359,678,730 > forward; + fixed          = 2,488,527,748 B
+  V1 (0.29, 0.33):        FlashInfer's pass (3.5 C) and forward_native's (3.5 C + the Triton buffer, 132 x
+                          151,936 x 4 = 80,222,208), the larger with FlashInfer's cached 1 MiB row states
+                          (sampler.py V1_TWO_PASS_FROM), the held hidden states (8,192 + 2,048) x 4,096 x 2 =
+                          83,886,080 and the cuBLAS workspace 33,554,432 in place of the fixed bytes
+                          (tests/test_vllm_sampler_v1.py)                                       = 2,376,865,792 B
   V2 0.22-0.26 (1.5 C):   933,494,784 + 1,830,912 = 935,325,696 > forward; + fixed              = 1,064,174,714 B
   V2 0.27-0.32 (0.5 C):   311,164,928 + 1,830,912 = 312,995,840 < forward: 805,306,368 + fixed + held
                                                                                                 = 1,595,380,858 B
@@ -38,7 +40,7 @@ from kvplan.engines import plan_deployment
 from kvplan.engines.vllm.sampler import v2_flashinfer
 from kvplan.models.sources import resolve
 
-V1 = 2_488_527_748
+V1 = 2_376_865_792
 V2_FP32_COPY, V2_NO_PROCESSING, V2_TWO_PASS_FLASHINFER, V2_TWO_PASS_TRITON = (
     1_064_174_714, 1_595_380_858, 2_969_277_562, 1_725_400_186)
 

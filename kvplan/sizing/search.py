@@ -224,7 +224,7 @@ class _Planner:
 
         self.planned += 1
         choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, split.count, gpu.compute_capability, gpu.fp8,
-                           derived_memory_note(gpu))
+                           derived_memory_note(gpu), gpu.sm_count)
         spec = self.spec
         if dep.quantization in CHECKPOINT_FORMATS and spec.quantization is None:
             # a 4-bit checkpoint of the model loads in its place: planned as that checkpoint, which the engine

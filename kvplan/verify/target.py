@@ -43,7 +43,8 @@ def gpu_choice(dep: Deployment, device: Device) -> GpuChoice:
                               "--device cpu dry runs)", dep.where("gpu" if dep.gpu is not None else "gpu_memory_bytes"))
         found = device.catalogue
         return GpuChoice(found.id if found else "custom", device.name, device.total_bytes, dep.gpu_count,
-                         device.compute_capability, found.fp8 if found else True)
+                         device.compute_capability, found.fp8 if found else True,
+                         sm_count=found.sm_count if found else None)
     if dep.gpu is not None or dep.gpu_memory_bytes is not None:
         from kvplan.api import gpu_choices
 

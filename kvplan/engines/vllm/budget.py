@@ -40,7 +40,7 @@ from kvplan.engines.vllm.releases import (
     release_of,
 )
 from kvplan.engines.vllm.runner import graph_estimate_on, model_runner, profiles_graphs, runner_notes
-from kvplan.engines.vllm.sampler import ProfileSampler, profile_sampler
+from kvplan.engines.vllm.sampler import ProfileSampler, profile_sampler, triton_buffer_note
 from kvplan.engines.vllm.ssm import SsmDtype, auto_ssm_dtype
 from kvplan.errors import KvplanError
 from kvplan.models.layers import Layer, has_compressed_attention
@@ -143,7 +143,12 @@ def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
 
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int,
                      sampler: ProfileSampler | None = None) -> int:
-    logits = (sampler or ProfileSampler(era.logits_copies)).peak_bytes(min(max_num_seqs, mnbt), spec.vocab_size)
+    sampler = sampler or ProfileSampler(era.logits_copies)
+    rows = min(max_num_seqs, mnbt)
+    logits = sampler.peak_bytes(rows, spec.vocab_size) + sampler.hidden_bytes(rows, mnbt, spec.hidden_size)
+    # V1 from 0.17 reads the sampler's side whole in the source (sampler.py v1_sampler: the cuBLAS workspace in place of
+    # the era's fitted fixed bytes); the forward's side keeps them
+    beside = era.fixed_bytes if sampler.fixed_bytes is None else sampler.fixed_bytes
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
     mlp_width = spec.intermediate_size
     moe = 0.0
@@ -154,8 +159,16 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     mlp = era.mlp_copies * mnbt * mlp_width / tp * 2
     if era.peak_of_larger:
         forward = hidden + (0.0 if spec.moe is not None else mlp)  # a MoE layer's buffers are the moe term
-        return int(moe + max(forward, logits)) + era.fixed_bytes
+        return int(moe + max(forward + era.fixed_bytes, logits + beside))
     return int(logits + hidden + mlp + moe) + era.fixed_bytes
+
+
+def received_bytes(spec: ModelSpec, mnbt: int) -> int:
+    """V1's buffers for what a pipeline stage after the first receives: _dummy_run (v1/worker/gpu_model_runner.py,
+    0.17.0-0.33.0) makes self.intermediate_tensors once, make_empty_intermediate_tensors for max_num_tokens
+    (max_num_batched_tokens) rows, and keeps them; the decoder models' hidden_states and residual
+    (model_executor/models/llama.py make_empty_intermediate_tensors_factory, torch.zeros of batch x hidden), 16-bit."""
+    return 2 * mnbt * spec.hidden_size * 2
 
 
 def ssm_dtype(target: PlanInput, version: tuple[int, int]) -> SsmDtype:
@@ -345,10 +358,12 @@ class Vllm(PoolRules):
         if dep.kv_cache_memory_bytes is not None:
             return Memory(gpu.memory_bytes, budget, weights_bytes, kv_cache_bytes=dep.kv_cache_memory_bytes)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-        sampler = profile_sampler(era, dep, _release(settings), settings.model_runner == "V2", gpu.compute_capability)
+        sampler = profile_sampler(era, dep, _release(settings), v2, gpu.compute_capability, gpu.sm_count)
         seqs = (settings.max_num_seqs or 0) if last else 0
         act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler)
         act += sampler.held_bytes(seqs, spec.vocab_size, 1 + common.speculative_tokens(dep))
+        if sampler.holds_hidden and not first:  # V1 from 0.17, read in the source whole (sampler.DERIVED_FROM)
+            act += received_bytes(spec, settings.max_num_batched_tokens or settings.max_model_len)
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8
         # V1 profiles the encoder on every stage; V2 on the first only (gpu/model_runner.py profile_run, 0.33.0)
@@ -392,6 +407,11 @@ class Vllm(PoolRules):
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
         notes.extend(runner_notes(target.spec, target.deployment, target.gpu, _release(settings)))
+        sampler = profile_sampler(era_of(settings.version or LATEST), target.deployment, _release(settings),
+                                  settings.model_runner == "V2", target.gpu.compute_capability, target.gpu.sm_count)
+        buffer_note = triton_buffer_note(sampler, min(settings.max_num_seqs or 0, settings.max_num_batched_tokens or 0))
+        if buffer_note and target.deployment.kv_cache_memory_bytes is None:
+            notes.append(buffer_note)
         spec, dep = target.spec, target.deployment
         lora = _lora(target)
         if lora:

@@ -15,6 +15,8 @@ from kvplan.engines.vllm.hybrid import (
 )
 from kvplan.engines.vllm.runner import ROCM_GRAPH_ESTIMATE_FROM, V2_DEFAULT_FROM, V2_PROFILES_NO_GRAPHS
 from kvplan.engines.vllm.sampler import (
+    DERIVED_FROM,
+    NATIVE_COPIES,
     TRITON_ALL_ROWS_FROM,
     V1_TWO_PASS_FROM,
     V2_TWO_PASS_FROM,
@@ -104,7 +106,7 @@ class Era:
 
     name: str
     v0: bool  # V0 engine: prefill profiled at max_model_len, no chunking below 32K
-    logits_copies: float  # sampler / logits peak, in fp32 copies of max_num_seqs x vocab
+    logits_copies: float  # sampler / logits peak, in fp32 copies of max_num_seqs x vocab (V1 from 0.17: sampler.py's)
     hidden_copies: float  # profile-run activations, in copies of max_num_batched_tokens x hidden (16-bit)
     mlp_copies: float  # copies of max_num_batched_tokens x intermediate (16-bit), per TP rank
     moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
@@ -151,15 +153,18 @@ ERAS = (
     # v0.17+: the dummy forward over max_num_batched_tokens holds, at its widest (the MLP), the gate/up output
     # (2 x intermediate) and its activation (1 x), beside the residual, the normed input and the layer output
     # (3 x hidden), all 16-bit: derived from the shapes, not fitted. At the default 8,192 tokens it stays under
-    # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.85 GiB), which the logs measure.
+    # the sampler's peak on every v0.19 log (Llama-3.1-8B: 0.84 GiB against 1.88 GiB), which the logs measure.
     # Pipeline stages alone (TP 1) grow 0.07 GiB outside torch, not TP's figure: both llm-d-planner v0.19 PP logs
     # print "non-torch forward increase memory: 0.07GiB" on every stage (L10, L11: Llama-3.1-8B at PP 2 and 4).
     # One GPU: 0.13 GiB outside torch through v0.17, 0.25 GiB from v0.18, as llm-d-planner's version sweep prints it
     # (data/calibration.yaml V15-V18: "non-torch forward increase memory" 0.13, 0.13, 0.13, 0.25 GiB for
     # Qwen3-14B; every v0.19 log prints 0.24-0.27).
-    ((0, 17), Era("V1, v0.17", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
+    # From v0.17 V1's sampler side is read in the source whole (sampler.py v1_sampler: NATIVE_COPIES, the Triton
+    # buffer, the held hidden states, PyTorch's cuBLAS workspace in place of fixed_bytes), where the era had 3.79
+    # copies fitted on the v0.19 H100 logs; fixed_bytes stays on the forward's side and in Model Runner V2's plans.
+    ((0, 17), Era("V1, v0.17", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
                   None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    ((0, 18), Era("V1, v0.18-v0.19", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+    ((0, 18), Era("V1, v0.18-v0.19", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
                   None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     # v0.20+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" and gpu_memory_utilization to 0.92 (vLLM 0.20.0
     # envs.py and config/cache.py; 0.19.0 has "0" and 0.9; the log's "default since v0.21.0" in gpu_worker.py is
@@ -168,7 +173,7 @@ ERAS = (
     # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
     # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
     # is the graphs' actual pool, captured after the KV cache and not subtracted.
-    ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, 3.79, 3.0, 3.0, 1.0, int(0.12 * GiB),
+    ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB),
                   int(0.25 * GiB), None, True, 0.92, peak_of_larger=True,
                   non_torch_pipeline=int(0.07 * GiB))),
 )
@@ -251,6 +256,10 @@ RELEASES = Releases("vLLM", COVERED, changes=(
     Change(V1_TWO_PASS_FROM, "V1's dummy sampler: FlashInfer by default again (0.21.0 envs.py "
                              "VLLM_USE_FLASHINFER_SAMPLER), and a second pass through forward_native "
                              "(v1/worker/gpu_model_runner.py _dummy_sampler_run); sampler.py v1_sampler"),
+    Change(DERIVED_FROM, "V1's profiled peak read in the source: the Triton top-k / top-p sampler's 3.5 float32 "
+                         "copies and cached buffer of up to one row per SM (v1/sample/ops/topk_topp_triton.py), the "
+                         "dummy run's hidden states held beside it, PyTorch's cuBLAS workspace, a later pipeline "
+                         "stage's intermediate-tensor buffers (v1/worker/gpu_model_runner.py profile_run)"),
     Change(TRITON_ALL_ROWS_FROM, "V1's Triton top-k / top-p for every row count, not from 8 rows (0.30.0 "
                                  "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p)"),
     Change(OUTPUTS_PADDED_TO_BUDGET_FROM, "the encoder profile caches each dummy output padded to the encoder "

@@ -14,9 +14,11 @@ top-p (0.9), so TopKTopPSampler runs one of two paths (v1/sample/ops/topk_topp_s
   copies as the v0.11 and v0.15-v0.16 H100 logs measure it (data/calibration.yaml B01-B06, V15-V16; the era's
   logits_copies).
 
-From v0.17 the Triton top-k / top-p kernel replaces the sort for 8 rows or more (the era "V1, v0.17"'s 3.79 copies),
-and for every row count from 0.30 (apply_top_k_top_p). From 0.21 FlashInfer is the default again and the profiling run
-samples twice (V1_TWO_PASS_FROM); PyTorch's sort holds more below 128 rows (SORT_FULL_BELOW_ROWS).
+From v0.17 the Triton top-k / top-p kernel replaces the sort for 8 rows or more, and for every row count from 0.30
+(apply_top_k_top_p): 3.5 copies and the kernel's cached buffer (NATIVE_COPIES, TritonBuffer). From 0.17 V1's whole
+profiled peak is read in the source (DERIVED_FROM): the dummy run's hidden states held beside the sampler and PyTorch's
+cuBLAS workspace take the place of the era's fitted fixed bytes. From 0.21 FlashInfer is the default again and the
+profiling run samples twice (V1_TWO_PASS_FROM); PyTorch's sort holds more below 128 rows (SORT_FULL_BELOW_ROWS).
 
 Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS.
 """
@@ -51,12 +53,55 @@ V1_TWO_PASS_FROM = (0, 21)
 V1_FLASHINFER_CAPABILITY = (((0, 0), ((7, 5), (12, 1))), ((0, 24), ((8, 0), (12, 1))))
 FLASHINFER_ROW_STATES = MiB
 # apply_top_k_top_p (0.17.0-0.29.0): the Triton kernel for 8 rows or more, apply_top_k_top_p_pytorch's sort below;
-# 0.30.0 takes Triton for every row count where Triton is installed. Not modelled: apply_top_k_top_p_triton's cached
-# per-program buffer, min(next power of 2 of min(SMs, rows), SMs) rows x vocab float32 (topk_topp_triton.py), which
-# the era's 3.79 holds at 1,024 rows (132 of them on an H100) but which is up to one copy more below the SM count;
-# the catalogue holds no SM count.
+# 0.30.0 takes Triton for every row count where Triton is installed. forward_native (v1/sample/ops/
+# topk_topp_sampler.py, 0.17.0-0.33.0) masks the float32 logits in place (apply_top_k_top_p_triton), takes their
+# softmax (probabilities, 1) and random_sample's q = empty_like(probs) (1; float64 only with use_fp64_gumbel, off by
+# default): beside the caller's bfloat16 logits (0.5) and their float32 copy (1), 3.5 copies; and the Triton buffer.
+# The dummy batch asks for top-k, so the 0.30+ split top-p pipeline (top-p alone, 64 rows or fewer) is not taken.
 TRITON_MIN_ROWS = 8
 TRITON_ALL_ROWS_FROM = (0, 30)
+NATIVE_COPIES = 3.5
+# profile_run (v1/worker/gpu_model_runner.py, 0.17.0-0.33.0) keeps the dummy run's hidden states (max_num_batched_tokens
+# rows) and the sampled rows it returns (hidden_states[logit_indices]) through _dummy_sampler_run, which samples from
+# torch.rand_like of those rows (one more copy): max_num_batched_tokens + 2 x rows rows x hidden, 16-bit.
+DERIVED_FROM = SORT_UNTIL
+HELD_SAMPLED_COPIES = 2
+# PyTorch's cuBLAS workspace, allocated through its caching allocator by the first cuBLAS call of the dummy forward
+# and kept (aten/src/ATen/cuda/CublasHandlePool.cpp getCurrentCUDABlasHandle -> setWorkspaceForHandle ->
+# getNewWorkspace, parseChosenWorkspaceSize, pytorch/pytorch as stored, commit 26a39059; vLLM 0.17-0.19 pin torch
+# 2.10.0, 0.28.0 2.13.0, 0.33.0 2.14.0): without CUBLAS_WORKSPACE_CONFIG, 4,096 KiB x 8 = 32 MiB on compute
+# capability 9.0 (Hopper), :4096:2:16:8 = 8 MiB + 128 KiB on other CUDA GPUs; on ROCm 32 MiB, 128 MiB on gfx94x and
+# gfx95x (MI300X, MI325X, MI355X). The cuBLASLt workspace (1 MiB, bias matmuls) is not counted.
+CUBLAS_HOPPER_WORKSPACE = 4096 * 8 * 1024
+CUBLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
+HIPBLAS_WORKSPACE = 32 * MiB
+HIPBLAS_GFX94_95_WORKSPACE = 128 * MiB
+
+
+def cublas_workspace_bytes(capability: str | None) -> int:
+    """PyTorch's default cuBLAS (hipBLAS) workspace for a device (unknown devices: CUDA's non-Hopper default)."""
+    arch = capability or ""
+    if arch.startswith("gfx"):
+        return HIPBLAS_GFX94_95_WORKSPACE if arch.startswith(("gfx94", "gfx95")) else HIPBLAS_WORKSPACE
+    return CUBLAS_HOPPER_WORKSPACE if arch == "9.0" else CUBLAS_WORKSPACE
+
+
+@dataclass(frozen=True)
+class TritonBuffer:
+    """apply_top_k_top_p_triton's per-program buffer (v1/sample/ops/topk_topp_triton.py, 0.17.0-0.33.0): NUM_PROGRAMS
+    = min(SMs, rows) (num_compute_units: multi_processor_count) and a buffer of min(next_power_of_2(NUM_PROGRAMS), SMs)
+    rows x vocab float32, kept in _TRITON_BUFFER_CACHE, so it stays through the softmax and random_sample that follow.
+    None where the sort runs (below from_rows rows)."""
+
+    sms: int | None  # None: unknown, taken at its largest, next_power_of_2(rows) (SMs at least that many)
+    from_rows: int = TRITON_MIN_ROWS
+
+    def rows(self, rows: int) -> int:
+        if rows < max(self.from_rows, 1):
+            return 0
+        programs = rows if self.sms is None else min(self.sms, rows)
+        size = 1 << (programs - 1).bit_length()  # vllm/utils/math_utils.py next_power_of_2
+        return size if self.sms is None else min(size, self.sms)
 # PyTorch's CUDA sort of rows x vocab float32 logits (aten/src/ATen/native/cuda/Sort.cpp sort_cuda_kernel: a vocab
 # over 4,096 takes launch_stable_sort_kernel, SortStable.cu), beside the bfloat16 logits (0.5), their float32 copy
 # (1) and the sort's outputs (values 1, int64 indices 2), in float32 copies of rows x vocab:
@@ -113,21 +158,32 @@ def sort_sampler(segmented: float) -> ProfileSampler:
     return ProfileSampler(segmented, fewer_rows=((2, segmented), (SORT_FULL_BELOW_ROWS, segmented + SORT_FULL_EXTRA)))
 
 
-def v1_native(era: Era, release: tuple[int, int]) -> ProfileSampler:
-    """forward_native's peak: the sort before 0.17 (the era's calibrated figure above 127 rows), from 0.17 the era's
-    Triton figure, with the sort below 8 rows until 0.30."""
+def v1_native(era: Era, release: tuple[int, int], sms: int | None = None) -> ProfileSampler:
+    """forward_native's peak: the sort before 0.17 (the era's calibrated figure above 127 rows), from 0.17 Triton's
+    3.5 copies and its buffer, with the sort below 8 rows until 0.30."""
     if release < SORT_UNTIL:
         return sort_sampler(era.logits_copies)
     if release >= TRITON_ALL_ROWS_FROM:
-        return ProfileSampler(era.logits_copies)
-    return ProfileSampler(era.logits_copies, fewer_rows=((2, SORT_COPIES), (TRITON_MIN_ROWS, SORT_COPIES + SORT_FULL_EXTRA)))
+        return ProfileSampler(NATIVE_COPIES, triton=TritonBuffer(sms, 0))
+    return ProfileSampler(NATIVE_COPIES, triton=TritonBuffer(sms),
+                          fewer_rows=((2, SORT_COPIES), (TRITON_MIN_ROWS, SORT_COPIES + SORT_FULL_EXTRA)))
 
 
-def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
-    """V1's dummy sampler: FlashInfer's single pass, forward_native's, or from 0.21 the larger of the two passes."""
+def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None,
+               sms: int | None = None) -> ProfileSampler:
+    """V1's dummy sampler pass; from 0.17 with the hidden states held beside it and the cuBLAS workspace."""
     if era.v0:
         return ProfileSampler(era.logits_copies)
-    native = v1_native(era, release)
+    sampler = v1_pass(era, dep, release, capability, sms)
+    if release < DERIVED_FROM:
+        return sampler
+    return replace(sampler, holds_hidden=True, fixed_bytes=cublas_workspace_bytes(capability))
+
+
+def v1_pass(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None,
+            sms: int | None) -> ProfileSampler:
+    """FlashInfer's single pass, forward_native's, or from 0.21 the larger of the two passes."""
+    native = v1_native(era, release, sms)
     if not flashinfer_sampler(dep, release):
         return native
     if release < SORT_UNTIL:
@@ -153,9 +209,18 @@ class ProfileSampler:
     cached_bytes: int = 0  # FlashInfer's top_k_mask_logits row states (1 MiB, flashinfer 0.7.2 sampling.py)
     held: bool = False  # V2's penalty and grammar buffers, counted in the non-KV memory (0.27+)
     fewer_rows: tuple[tuple[int, float], ...] = ()  # (below this many rows, copies): the first that holds wins
+    triton: TritonBuffer | None = None  # the Triton top-k / top-p kernel's cached buffer (V1 from 0.17)
+    holds_hidden: bool = False  # the dummy run's hidden states and sampled rows beside the peak (V1 from 0.17)
+    fixed_bytes: int | None = None  # beside every peak, read in the source (the cuBLAS workspace); None: the era's
 
     def copies_at(self, rows: int) -> float:
         return next((copies for below, copies in self.fewer_rows if rows < below), self.copies)
+
+    def hidden_bytes(self, rows: int, batched_tokens: int, hidden_size: int) -> int:
+        """The dummy run's hidden states and sampled rows held through the sampler (none without a sampler run)."""
+        if not (self.holds_hidden and rows):
+            return 0
+        return (batched_tokens + HELD_SAMPLED_COPIES * rows) * hidden_size * 2
 
     def at_least(self, copies: float, cached_bytes: int) -> ProfileSampler:
         """The larger of this pass and another of `copies` at every row count, with the other's cached buffers."""
@@ -164,7 +229,8 @@ class ProfileSampler:
 
     def peak_bytes(self, rows: int, vocab: int) -> float:
         blocks = rows * -(-vocab // GUMBEL_BLOCK) * (8 + 4) if self.gumbel else 0
-        return self.copies_at(rows) * rows * vocab * 4 + blocks + (self.cached_bytes if rows else 0)
+        buffer = self.triton.rows(rows) * vocab * 4 if self.triton else 0
+        return self.copies_at(rows) * rows * vocab * 4 + buffer + blocks + (self.cached_bytes if rows else 0)
 
     def held_bytes(self, max_num_seqs: int, vocab: int, logits_per_request: int) -> int:
         """PenaltiesState's output_bin_counts (max_num_seqs x vocab int32) and prompt_bin_mask (max_num_seqs x
@@ -192,8 +258,8 @@ class ProfileSampler:
 #   default since 0.21.0 envs.py, FlashInferBackend.supports_compute_capability 8.0-12.1) flashinfer_sample with
 #   both a top-k and a top-p tensor calls top_k_top_p_sampling_from_logits (flashinfer 0.7.2.post1, the release's
 #   pin), whose top_k_mask_logits output (1) and softmax (1) are held together: 3.5; elsewhere
-#   apply_top_k_top_p_triton masks in place (its per-program buffer, at most one row per SM, is not counted:
-#   kvplan's catalogue holds no SM count) and gumbel_sample draws: 1.5. The logprobs that follow (compute_topk_scores
+#   apply_top_k_top_p_triton masks in place (its per-program buffer, TritonBuffer, at most one row per SM, is not
+#   counted for V2) and gumbel_sample draws: 1.5. The logprobs that follow (compute_topk_scores
 #   over the raw logits beside the float32 copy) hold less. The first pass holds less than the second.
 # No V2 startup log that prints its peak is stored (the 0.22 / 0.23 logs run V1 or print no peak): nothing here is
 # fitted; every figure is read in the release's source.
@@ -219,7 +285,16 @@ def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None
     return next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
 
 
+def triton_buffer_note(sampler: ProfileSampler, rows: int) -> str | None:
+    """A plan note where the Triton buffer is taken at its largest because the GPU's SM count is unknown."""
+    if sampler.triton is None or sampler.triton.sms is not None or not sampler.triton.rows(rows):
+        return None
+    return (f"the GPU's SM count is unknown: vLLM's Triton top-k / top-p buffer is taken at its largest, "
+            f"{sampler.triton.rows(rows):,} rows x vocab float32 (min(next power of 2 of min(SMs, {rows:,} rows), "
+            "SMs) rows, topk_topp_triton.py)")
+
+
 def profile_sampler(era: Era, dep: Deployment, release: tuple[int, int], v2: bool,
-                    capability: str | None) -> ProfileSampler:
+                    capability: str | None, sms: int | None = None) -> ProfileSampler:
     """The dummy sampler of the runner the release picks (runner.py model_runner)."""
-    return v2_sampler(dep, release, capability) if v2 else v1_sampler(era, dep, release, capability)
+    return v2_sampler(dep, release, capability) if v2 else v1_sampler(era, dep, release, capability, sms)
