@@ -5,6 +5,7 @@ kvplan/engines/vllm/data/architectures.json and kvplan/engines/sglang/data/archi
     pip download --no-deps vllm==0.33.0 -d WHEELS        # one wheel per covered release (kvplan/engines/*/releases.py)
     python benchmarks/architecture_registries.py vllm WHEELS/vllm-*.whl
     python benchmarks/architecture_registries.py sglang WHEELS/sglang-*.whl
+    python benchmarks/architecture_registries.py trtllm COMMIT _arch_index.py   # a stored copy, at its commit
 
 Each argument is a wheel, or a folder holding a wheel's files unpacked (then the wheel's file name in a SOURCE file
 beside them). What each engine registers:
@@ -13,6 +14,11 @@ beside them). What each engine registers:
   _TRANSFORMERS_*_MODELS ...); releases before registry.py: vllm/model_executor/models/__init__.py _MODELS.
 - SGLang: sglang/srt/models/registry.py import_model_classes: every top-level module of sglang/srt/models with an
   EntryClass registers each entry's class __name__ (an alias or an import resolved to the class's own name).
+- TensorRT-LLM (no wheel on PyPI): the PyTorch backend's tensorrt_llm/_torch/models/_arch_index.py
+  MODEL_ARCH_TO_MODULE, the static index of every @register_auto_model("<arch>") name in its modeling_*.py
+  (test_lazy_model_zoo.py fails where the two differ), from the stored NVIDIA/TensorRT-LLM sources at one commit.
+  Those sources are not dated to a release; the file lists the releases kvplan applies them to
+  (kvplan/engines/trtllm/releases.py), as it does the budget read from the same sources.
 A release whose wheel was not read is left out of the file's "releases"; kvplan checks only the releases listed."""
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from kvplan.deployment.launch import release_tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = {"vllm": ROOT / "kvplan/engines/vllm/data/architectures.json",
-          "sglang": ROOT / "kvplan/engines/sglang/data/architectures.json"}
+          "sglang": ROOT / "kvplan/engines/sglang/data/architectures.json",
+          "trtllm": ROOT / "kvplan/engines/trtllm/data/architectures.json"}
 VLLM_FILES = ("vllm/model_executor/models/registry.py", "vllm/model_executor/models/__init__.py")
 SGLANG_MODELS = "sglang/srt/models/"
 
@@ -181,7 +188,33 @@ def _compact(document: dict) -> str:
     return json.dumps(head, indent=1)[:-2] + ',\n "architectures": {\n' + ",\n".join(lines) + "\n }\n}\n"
 
 
+def trtllm_document(commit: str, index: Path) -> dict:
+    """The PyTorch backend's registered names from a stored copy of _torch/models/_arch_index.py at `commit`."""
+    from kvplan.engines.trtllm.releases import RELEASES
+
+    modules = _top_dicts(ast.parse(index.read_text()))["MODEL_ARCH_TO_MODULE"]
+    pairs = {str(k.value): str(v.value) for k, v in zip(modules.keys, modules.values, strict=True)
+             if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+    covered = [RELEASES.covered[0], RELEASES.covered[-1]]
+    return {
+        "source": "tensorrt_llm/_torch/models/_arch_index.py MODEL_ARCH_TO_MODULE keys (the PyTorch backend's "
+                  "@register_auto_model names; test_lazy_model_zoo.py holds the two equal), read by ast from the "
+                  "stored NVIDIA/TensorRT-LLM sources by benchmarks/architecture_registries.py. The stored sources "
+                  "are not dated to a release: kvplan applies them to the releases listed, as it does the budget "
+                  "read from the same sources (kvplan/engines/trtllm/releases.py)",
+        "commit": commit,  # every name read at this one commit
+        "releases": list(RELEASES.covered),
+        "architectures": {arch: [covered] for arch in sorted(pairs)},
+        "provided_by": {arch: f"tensorrt_llm/_torch/models/{pairs[arch]}.py" for arch in sorted(pairs)},
+    }
+
+
 def main(argv: list[str]) -> int:
+    if argv[0] == "trtllm":
+        trt = trtllm_document(argv[1], Path(argv[2]))
+        OUTPUT["trtllm"].write_text(_compact(trt))
+        print(f"trtllm: {len(trt['architectures'])} architectures at {argv[1][:8]} -> {OUTPUT['trtllm']}")
+        return 0
     engine, paths = argv[0], [Path(p) for p in argv[1:]]
     read = vllm_architectures if engine == "vllm" else sglang_architectures
     wheels = sorted((Wheel(p) for p in paths), key=lambda w: release_tuple(w.version) or ())

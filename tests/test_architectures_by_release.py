@@ -108,3 +108,71 @@ def test_sglang_by_release() -> None:
 
     assert REGISTRIES.unregistered("JambaForCausalLM", "0.5.23") == (
         "SGLang 0.5.23 does not register JambaForCausalLM (nor does any release from 0.4.6 to 0.5.23)")
+
+
+# TensorRT-LLM: the PyTorch backend's registered names, from the stored NVIDIA/TensorRT-LLM sources (no wheel on
+# PyPI): tensorrt_llm/_torch/models/_arch_index.py MODEL_ARCH_TO_MODULE at commit 065ff9e9 (read_file id
+# 57385838927), the static index of the modeling_*.py @register_auto_model names. An unregistered name makes
+# _torch/models/modeling_auto.py AutoModelForCausalLM.from_config raise "Unknown architecture for
+# AutoModelForCausalLM".
+def zamba2_config(tmp_path: Path) -> str:
+    from test_zamba2 import ZAMBA2_2_7B
+
+    (tmp_path / "config.json").write_text(json.dumps(ZAMBA2_2_7B))
+    return str(tmp_path)
+
+
+def test_zamba2_is_refused_on_tensorrt_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # no Zamba2 entry in _arch_index.py at 065ff9e9 and no @register_auto_model("Zamba2...") in any stored
+    # NVIDIA/TensorRT-LLM modeling file; vLLM 0.33.0 registers it (models/registry.py)
+    zamba2 = zamba2_config(tmp_path)
+    with pytest.raises(KvplanError, match=r"TensorRT-LLM's PyTorch backend does not register Zamba2ForCausalLM "
+                                          r"\(its tensorrt_llm/_torch/models/_arch_index\.py at 065ff9e9.*"
+                                          r"Unknown architecture"):
+        plan_of(zamba2, "1.2.1", "trtllm")
+    code, _, err = run_cli(capsys, "estimate", "--model", zamba2, "--gpu", "h100", "--max-model-len", "4096",
+                           "--engine", "trtllm")
+    assert code == 2 and err.strip().count("\n") == 0 and "does not register Zamba2ForCausalLM" in err
+    noted = plan_of(zamba2, "1.2.1", "trtllm", "--allow-unmodelled")
+    assert any("does not register Zamba2ForCausalLM" in note for note in noted.notes)
+    assert plan_of(zamba2, "0.33.0").capacity.tokens > 0
+
+
+def test_the_tensorrt_engine_backend_is_not_checked(tmp_path: Path) -> None:
+    # --backend tensorrt builds from tensorrt_llm/models/__init__.py MODEL_MAP, which kvplan does not read: no
+    # refusal from the PyTorch backend's index there
+    from kvplan.engines.trtllm.architectures import REGISTRIES
+
+    spec_line = REGISTRIES.unregistered("Zamba2ForCausalLM", "1.2.1")
+    assert spec_line is not None
+    plan = plan_of(zamba2_config(tmp_path), "1.2.1", "trtllm", "--backend", "tensorrt")
+    assert not any("does not register" in note for note in plan.notes)
+
+
+@pytest.mark.parametrize(("model", "architecture", "module"), [
+    # _arch_index.py at 065ff9e9: architecture -> module; the decorator in the module's stored copy (read_file id)
+    ("Qwen/Qwen2.5-7B", "Qwen2ForCausalLM", "modeling_qwen"),  # id 897439166
+    ("meta-llama/Llama-3.1-8B", "LlamaForCausalLM", "modeling_llama"),  # id 3642749976
+    ("deepseek-ai/DeepSeek-V3", "DeepseekV3ForCausalLM", "modeling_deepseekv3"),  # id 3518086746
+    ("nvidia/Nemotron-H-56B-Base-8K", "NemotronHForCausalLM", "modeling_nemotron_h"),  # id 51772101214
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen3NextForCausalLM", "modeling_qwen3_next"),  # id 750924321
+])
+def test_tensorrt_llm_registers(model: str, architecture: str, module: str) -> None:
+    data = json.loads((Path(__file__).parent.parent / "kvplan/engines/trtllm/data/architectures.json").read_text())
+    assert data["provided_by"][architecture] == f"tensorrt_llm/_torch/models/{module}.py"
+    plan = plan_of(model, "1.2.1", "trtllm")  # planned, not refused (the larger ones do not fit one H100)
+    assert plan.capacity.blocks_per_request > 0 and not any("does not register" in note for note in plan.notes)
+
+
+def test_bundled_models_tensorrt_llm_lacks() -> None:
+    # the stored index has DeepseekV3ForCausalLM / DeepseekV32ForCausalLM but no DeepseekV2ForCausalLM (that one
+    # is the TensorRT engine backend's, models/__init__.py MODEL_MAP), nor Gemma2ForCausalLM, FalconForCausalLM,
+    # FalconH1ForCausalLM, JambaForCausalLM; MiMoV2FlashForCausalLM is registered only in a fork's copy
+    # (WeiHaocheng/TensorRT-LLM modeling_mimo_v2_flash.py), not NVIDIA's
+    from kvplan.engines.trtllm.architectures import REGISTRIES
+
+    for name in ("DeepseekV2ForCausalLM", "Gemma2ForCausalLM", "FalconForCausalLM", "FalconH1ForCausalLM",
+                 "JambaForCausalLM", "MiMoV2FlashForCausalLM"):
+        assert REGISTRIES.unregistered(name, "1.2.1") is not None, name
+    for name in ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM"):
+        assert REGISTRIES.unregistered(name, "1.2.0") is None, name

@@ -120,7 +120,9 @@ def test_pipeline_stages_split_decoder_layers_not_cache_layers():
 
 def test_flat_pool_engines_cache_the_attention_tokens():
     # TensorRT-LLM's one flat pool: the 36 attention layers' 36,864 B per token; the Mamba states stay outside it.
-    result = plan(load_fixture(FIXTURE), engine="trtllm")
+    # Its PyTorch backend does not register FalconH1ForCausalLM (_torch/models/_arch_index.py at 065ff9e9), so this
+    # is an --allow-unmodelled plan of the pool rule.
+    result = plan(load_fixture(FIXTURE), engine="trtllm", allow_unmodelled=True)
     assert result.layout.bytes_per_token == 36_864
 
 
