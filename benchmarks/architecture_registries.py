@@ -5,7 +5,7 @@ kvplan/engines/vllm/data/architectures.json and kvplan/engines/sglang/data/archi
     pip download --no-deps vllm==0.33.0 -d WHEELS        # one wheel per covered release (kvplan/engines/*/releases.py)
     python benchmarks/architecture_registries.py vllm WHEELS/vllm-*.whl
     python benchmarks/architecture_registries.py sglang WHEELS/sglang-*.whl
-    python benchmarks/architecture_registries.py trtllm COMMIT _arch_index.py   # a stored copy, at its commit
+    python benchmarks/architecture_registries.py trtllm COMMIT _arch_index.py [Name=COMMIT:modeling_x.py ...]
 
 Each argument is a wheel, or a folder holding a wheel's files unpacked (then the wheel's file name in a SOURCE file
 beside them). What each engine registers:
@@ -188,30 +188,39 @@ def _compact(document: dict) -> str:
     return json.dumps(head, indent=1)[:-2] + ',\n "architectures": {\n' + ",\n".join(lines) + "\n }\n}\n"
 
 
-def trtllm_document(commit: str, index: Path) -> dict:
-    """The PyTorch backend's registered names from a stored copy of _torch/models/_arch_index.py at `commit`."""
+def trtllm_document(commit: str, index: Path, extras: list[str]) -> dict:
+    """The PyTorch backend's registered names from a stored copy of _torch/models/_arch_index.py at `commit`, and
+    `extras`, "Name=COMMIT:tensorrt_llm/_torch/models/modeling_x.py": a decorator read in a stored modeling file of
+    another commit whose name that index lacks."""
     from kvplan.engines.trtllm.releases import RELEASES
 
     modules = _top_dicts(ast.parse(index.read_text()))["MODEL_ARCH_TO_MODULE"]
-    pairs = {str(k.value): str(v.value) for k, v in zip(modules.keys, modules.values, strict=True)
-             if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+    provided = {str(k.value): f"tensorrt_llm/_torch/models/{v.value!s}.py"
+                for k, v in zip(modules.keys, modules.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+    read_at = dict.fromkeys(provided, commit[:8])
+    for extra in extras:
+        name, _, where = extra.partition("=")
+        read_at[name], _, provided[name] = where.partition(":")
     covered = [RELEASES.covered[0], RELEASES.covered[-1]]
     return {
         "source": "tensorrt_llm/_torch/models/_arch_index.py MODEL_ARCH_TO_MODULE keys (the PyTorch backend's "
-                  "@register_auto_model names; test_lazy_model_zoo.py holds the two equal), read by ast from the "
+                  "@register_auto_model names; test_lazy_model_zoo.py holds the two equal) at one commit, and "
+                  "decorators of stored modeling_*.py files of other commits that index lacks, read from the "
                   "stored NVIDIA/TensorRT-LLM sources by benchmarks/architecture_registries.py. The stored sources "
                   "are not dated to a release: kvplan applies them to the releases listed, as it does the budget "
                   "read from the same sources (kvplan/engines/trtllm/releases.py)",
-        "commit": commit,  # every name read at this one commit
+        "commit": commit,
         "releases": list(RELEASES.covered),
-        "architectures": {arch: [covered] for arch in sorted(pairs)},
-        "provided_by": {arch: f"tensorrt_llm/_torch/models/{pairs[arch]}.py" for arch in sorted(pairs)},
+        "provided_by": {arch: provided[arch] for arch in sorted(provided)},
+        "read_at": {arch: read_at[arch] for arch in sorted(read_at)},
+        "architectures": {arch: [covered] for arch in sorted(provided)},
     }
 
 
 def main(argv: list[str]) -> int:
     if argv[0] == "trtllm":
-        trt = trtllm_document(argv[1], Path(argv[2]))
+        trt = trtllm_document(argv[1], Path(argv[2]), argv[3:])
         OUTPUT["trtllm"].write_text(_compact(trt))
         print(f"trtllm: {len(trt['architectures'])} architectures at {argv[1][:8]} -> {OUTPUT['trtllm']}")
         return 0

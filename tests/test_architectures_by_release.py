@@ -176,3 +176,9 @@ def test_bundled_models_tensorrt_llm_lacks() -> None:
         assert REGISTRIES.unregistered(name, "1.2.1") is not None, name
     for name in ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM"):
         assert REGISTRIES.unregistered(name, "1.2.0") is None, name
+    # names the index at 065ff9e9 lacks, decorated in NVIDIA's stored modeling files of other commits:
+    # modeling_qwen4_exp.py at 02746c52 (read_file id 57786742698), modeling_deepseekv41.py at f8ad1603 (70382673224)
+    data = REGISTRIES.data()
+    assert (data["read_at"]["Qwen4ExpForCausalLM"], data["read_at"]["DeepseekV41ForCausalLM"]) == ("02746c52",
+                                                                                                   "f8ad1603")
+    assert REGISTRIES.unregistered("Qwen4ExpForCausalLM", "1.2.1") is None

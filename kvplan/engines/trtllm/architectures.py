@@ -1,8 +1,10 @@
 """The model architectures TensorRT-LLM's PyTorch backend registers: the @register_auto_model("<arch>") names of
 tensorrt_llm/_torch/models/modeling_*.py as the backend's static index of them, _torch/models/_arch_index.py
-MODEL_ARCH_TO_MODULE, lists them, read from the stored NVIDIA/TensorRT-LLM sources at one commit into
-data/architectures.json (benchmarks/architecture_registries.py). The wheel is not on PyPI, so no release was read:
-the data covers the stored sources, which kvplan applies to its releases (releases.py) as it does the budget.
+MODEL_ARCH_TO_MODULE, lists them, read from the stored NVIDIA/TensorRT-LLM sources at one commit (065ff9e9), and
+the few names decorated in stored modeling files of other commits that index lacks (Qwen4Exp*, Glm5Next,
+DeepseekV41*), each with its commit, into data/architectures.json (benchmarks/architecture_registries.py). The
+wheel is not on PyPI, so no release was read: the data covers the stored sources, which kvplan applies to its
+releases (releases.py) as it does the budget.
 
 For a name not registered, AutoModelForCausalLM.from_config (_torch/models/modeling_auto.py) raises "Unknown
 architecture for AutoModelForCausalLM"; the PyTorch backend has no Transformers fallback. The TensorRT engine
