@@ -91,6 +91,9 @@ def test_audio_tower_skipped_by_its_own_limit(tmp_path):
     assert everything.memory.weights_bytes - audio_off.memory.weights_bytes == 313_082_624 * 2
     assert everything.memory.weights_bytes - vision_off.memory.weights_bytes == vision * 2
     assert everything.memory.weights_bytes - text_only.memory.weights_bytes == (vision + 313_082_624) * 2
+    # the panel's note names what is not loaded: 626,165,248 B (0.58 GiB) for the audio tower alone
+    assert any("tower not loaded" in note and "0.58 GiB less weights" in note for note in audio_off.notes)
+    assert not any("tower not loaded" in note for note in everything.notes)
 
 
 def test_vision_tower_counted_module_by_module():
@@ -126,6 +129,8 @@ def test_towers_whole_on_every_tp_rank(tmp_path):
         == towers == 1_777_652_320
     assert _plan(path, 2).memory.weights_bytes - _plan(path, 2, limit_mm_per_prompt={"audio": 0}).memory.weights_bytes \
         == 313_082_624 * 2
+    # whole on each rank, so the note's bytes are not divided by TP: 1,777,652,320 B = 1.66 GiB
+    assert any("1.66 GiB less weights" in note for note in _plan(path, 2, language_model_only=True).notes)
 
 
 def test_audio_config_of_an_uncounted_wrapper_is_refused():

@@ -429,7 +429,7 @@ class Vllm(PoolRules):
                          else f"--mm-encoder-tp-mode data: {spec.architecture} does not support it; vLLM falls back "
                          "to 'weights' (the tower split over TP)")
         if skipped_tower_bytes(target):
-            notes.append(f"vision tower not loaded (every modality it serves has a limit of 0): "
+            notes.append(f"tower not loaded (every modality it serves has a limit of 0): "
                          f"{skipped_tower_bytes(target) / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
                          "_mark_tower_model)")
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
@@ -569,15 +569,12 @@ def replicated_tower_bytes(target: PlanInput) -> int:
 
 
 def skipped_tower_bytes(target: PlanInput) -> int:
-    """The vision tower's bytes on one rank of the first stage where vLLM does not build it."""
-    spec, dep = target.spec, target.deployment
-    if spec.tower is None:  # multimodal.tower_skipped is False without a tower
+    """The towers' bytes on one rank of the first stage that vLLM does not build (multimodal.skipped_bytes)."""
+    if target.spec.tower is None:  # nothing is skipped without a tower
         return 0
-    from kvplan.engines.vllm.multimodal import tower_skipped
+    from kvplan.engines.vllm.multimodal import skipped_bytes
 
-    if not tower_skipped(spec, dep):
-        return 0
-    return _tower_bytes(target) // dep.tensor_parallel_size
+    return skipped_bytes(target.spec, target.deployment, _tower_bytes(target))
 
 
 # multimodal.py is imported only for a model with a vision tower (start-up time: tests/test_startup_imports.py)

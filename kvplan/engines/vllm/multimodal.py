@@ -481,6 +481,18 @@ def tower_skipped(spec: ModelSpec, dep: Deployment) -> bool:
     return bool(spec.params.vision) and skipped_params(spec, dep) == spec.params.vision
 
 
+def _whole(spec: ModelSpec, dep: Deployment) -> bool:
+    """Whether a rank holds the towers whole: --mm-encoder-tp-mode data, or Processor.whole_tower."""
+    processor = PROCESSORS.get(spec.architecture)
+    return bool(tower_replicated(spec, dep) or (processor and processor.whole_tower))
+
+
+def skipped_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int) -> int:
+    """The bytes of the towers vLLM does not build (skipped_params) on one rank of the first stage."""
+    skipped = tower_bytes * skipped_params(spec, dep) // spec.params.vision if spec.params.vision else 0
+    return skipped if _whole(spec, dep) else skipped // dep.tensor_parallel_size
+
+
 def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first: bool, v2: bool) -> int:
     """What one rank of a pipeline stage holds of the vision tower beyond common.stage_weights' share (the
     tower split over TP on the first stage). Each stage builds the whole wrapper model, make_layers
@@ -493,9 +505,7 @@ def stage_tower_bytes(spec: ModelSpec, dep: Deployment, tower_bytes: int, first:
     share = tower_bytes // dep.tensor_parallel_size
     kept = tower_bytes - tower_bytes * skipped_params(spec, dep) // spec.params.vision
     built = kept if first or not v2 else 0
-    processor = PROCESSORS.get(spec.architecture)
-    whole = tower_replicated(spec, dep) or bool(processor and processor.whole_tower)
-    held = built if whole else built // dep.tensor_parallel_size
+    held = built if _whole(spec, dep) else built // dep.tensor_parallel_size
     return held - (share if first else 0)
 
 
