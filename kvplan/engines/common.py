@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from kvplan.capacity import PoolLayout, SplitPools, context_ladder, pipeline_stages, pool_layouts
 from kvplan.deployment import Deployment
@@ -105,16 +106,38 @@ def kv_dtype(dep: Deployment, model: str, model_where: str) -> tuple[str, int]:
     return dep.kv_cache_dtype, kv_cache_format(dep.kv_cache_dtype, dep.where("kv_cache_dtype"))
 
 
-def modelopt_fp8_kv(spec: ModelSpec) -> bool:
-    """Whether the checkpoint's ModelOpt settings (hf_quant_config.json, or config.json's own quantization_config)
-    name an FP8 KV cache (kvplan.models.modelopt)."""
+def modelopt_kv_algo(spec: ModelSpec) -> str | None:
+    """The KV cache algorithm the checkpoint's ModelOpt settings (hf_quant_config.json, or config.json's own
+    quantization_config) name, upper-cased (kvplan.models.modelopt); None where they name none."""
     quant = spec.quantization
-    return quant is not None and bool(quant.source) and quant.kv_cache_quant_algo == "FP8"
+    return quant.kv_cache_quant_algo if quant is not None and quant.source else None
+
+
+def modelopt_where(spec: ModelSpec) -> str:
+    """The file the checkpoint's ModelOpt settings were read from, for errors: hf_quant_config.json beside the
+    config, or config.json's quantization_config."""
+    source = spec.quantization.source if spec.quantization else ""
+    location = spec.source.location
+    if source == "config.json":
+        return f"{location}: quantization_config"
+    if location.endswith("config.json") and source:
+        return str(Path(location).with_name(source))
+    return f"{location}: {source}"
+
+
+def modelopt_fp8_kv(spec: ModelSpec) -> bool:
+    """Whether the checkpoint's ModelOpt settings name an FP8 KV cache."""
+    return modelopt_kv_algo(spec) == "FP8"
 
 
 def modelopt_kv_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | None:
-    if dep.kv_cache_dtype != "auto" or not modelopt_fp8_kv(spec):
+    if dep.kv_cache_dtype != "auto":
         return None
+    if modelopt_kv_algo(spec) == "NVFP4" and kv_name == "nvfp4":
+        source = spec.quantization.source if spec.quantization else ""
+        return f"KV cache in nvfp4: the checkpoint's {source} names an NVFP4 KV cache (kv_cache_quant_algo NVFP4)"
+    if not modelopt_fp8_kv(spec):
+        return None  # another value: each engine's notes say what it makes of it
     source = spec.quantization.source if spec.quantization else ""
     named = f"the checkpoint's {source} names an FP8 KV cache (kv_cache_quant_algo FP8)"
     if kv_name == "fp8_e4m3":

@@ -451,7 +451,7 @@ def _release_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
         notes.append(f"ROCm: SGLang's default attention backend is aiter, which scales mem_fraction_static by "
                      f"{AITER_FRACTION} above {AITER_ABOVE_CONTEXT:,} tokens of context (a --attention-backend "
                      "given is not read)")
-    return notes
+    return notes + modelopt_kv_notes(target, settings)
 
 
 def auto_kv_cache_dtype(target: PlanInput) -> str | None:
@@ -475,6 +475,18 @@ def modelopt_auto_kv(target: PlanInput) -> str | None:
     release = tuple(int(part) for part in (target.deployment.engine_version or RELEASES.newest).split(".")[:3]
                     if part.isdigit())
     return "fp8_e4m3" if common.modelopt_fp8_kv(target.spec) and release >= MODELOPT_KV_FROM else None
+
+
+def modelopt_kv_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
+    """Any kv_cache_quant_algo but FP8 (NVFP4 included) leaves kv_cache_dtype auto at the model dtype, with no
+    word from SGLang (0.5.23 mem_cache/kv_cache_dtype.py configure_kv_cache_dtype and 0.5.9 model_runner.py
+    configure_kv_cache_dtype test for FP8 alone; modelopt_quant.py keeps the value only for the scales)."""
+    algo = common.modelopt_kv_algo(target.spec)
+    if target.deployment.kv_cache_dtype != "auto" or not algo or algo == "FP8" or settings.auto_kv_cache_dtype:
+        return []
+    source = target.spec.quantization.source if target.spec.quantization else ""
+    return [f"the checkpoint's {source} names kv_cache_quant_algo {algo}; SGLang applies only FP8 to "
+            "kv_cache_dtype auto: KV cache in the model dtype"]
 
 
 def _window_note(target: PlanInput) -> str:

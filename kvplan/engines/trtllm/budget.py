@@ -366,16 +366,30 @@ def checkpoint_kv_dtype(target: PlanInput) -> str | None:
     (tensorrt_llm/_torch/pyexecutor/model_loader.py@b51992a3; model_engine.py before it) returns without touching
     the kv_cache_quant_algo ModelConfig read from hf_quant_config.json, so FP8 there is an FP8 pool (one byte an
     element, KVCacheManager.get_cache_size_per_token). An explicit dtype that differs from the checkpoint's is
-    refused there ("You cannot override a checkpoint with a pre-quantized KV cache that doesn't match")."""
-    if not common.modelopt_fp8_kv(target.spec):
+    refused there ("You cannot override a checkpoint with a pre-quantized KV cache that doesn't match").
+    NVFP4 is an NVFP4 pool alike. Any other value: ModelConfig._build_modelopt_quant_config
+    (tensorrt_llm/_torch/model_config.py@008e0af8) reads it as QuantAlgo(value), which raises for a name
+    outside tensorrt_llm/quantization/mode.py QuantAlgo; kvplan refuses it in one line (INT8, a member, is not
+    modelled either)."""
+    algo = common.modelopt_kv_algo(target.spec)
+    if not algo:
         return None
+    source = target.spec.quantization.source if target.spec.quantization else "quantization"
+    if algo not in CHECKPOINT_KV:
+        raise KvplanError(f"kv_cache_quant_algo {algo!r}: TensorRT-LLM reads it as a QuantAlgo "
+                          "(_torch/model_config.py), and kvplan plans only FP8 and NVFP4 KV caches there",
+                          common.modelopt_where(target.spec))
+    dtype, flags = CHECKPOINT_KV[algo]
     dep = target.deployment
-    if dep.kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3"):
+    if dep.kv_cache_dtype not in ("auto", *flags):
         raise KvplanError(f"TensorRT-LLM refuses kv_cache_dtype {dep.kv_cache_dtype} for a checkpoint whose "
-                          f"{target.spec.quantization.source if target.spec.quantization else 'quantization'} "
-                          "names an FP8 KV cache (kv_cache_quant_algo FP8): use auto or fp8",
+                          f"{source} names an {algo} KV cache (kv_cache_quant_algo {algo}): use auto or {flags[0]}",
                           dep.where("kv_cache_dtype"))
-    return "fp8_e4m3"
+    return dtype
+
+
+# kv_cache_quant_algo -> the pool's dtype and the --kv_cache_dtype values that match it
+CHECKPOINT_KV = {"FP8": ("fp8_e4m3", ("fp8", "fp8_e4m3")), "NVFP4": ("nvfp4", ("nvfp4",))}
 
 
 class TensorRtLlm(PoolRules):

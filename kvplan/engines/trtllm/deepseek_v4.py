@@ -268,7 +268,7 @@ def check_deployment(target: PlanInput) -> None:
 
 def fp8_rows(kv_cache_dtype: str, checkpoint_dtype: str | None) -> bool:
     """An FP8 KV cache: asked for, or auto on a checkpoint that names one (QuantMode.has_fp8_kv_cache)."""
-    return kv_cache_dtype in ("fp8", "fp8_e4m3") or (kv_cache_dtype == "auto" and checkpoint_dtype is not None)
+    return kv_cache_dtype in ("fp8", "fp8_e4m3") or (kv_cache_dtype == "auto" and checkpoint_dtype == "fp8_e4m3")
 
 
 def workspace_reserved(target: PlanInput, fp8_kv: bool) -> bool:

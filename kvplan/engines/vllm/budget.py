@@ -407,6 +407,8 @@ class Vllm(PoolRules):
                          "graph memory)")
         notes.append(f"vLLM accounting era: {era_of(settings.version or LATEST).name}")
         notes.extend(runner_notes(target.spec, target.deployment, target.gpu, _release(settings)))
+        if not settings.auto_kv_cache_dtype:  # DeepSeek's sparse fp8 and V4's formats come first
+            notes.extend(modelopt_kv_warning(target.spec, target.deployment, _release(settings)))
         sampler = profile_sampler(era_of(settings.version or LATEST), target.deployment, _release(settings),
                                   settings.model_runner == "V2", target.gpu.compute_capability, target.gpu.sm_count)
         buffer_note = triton_buffer_note(sampler, min(settings.max_num_seqs or 0, settings.max_num_batched_tokens or 0))
@@ -654,10 +656,28 @@ ENGINE = Vllm()
 
 
 MODELOPT_KV_FROM = (0, 14)  # the first release that resolves kv_cache_dtype auto from the checkpoint
+# utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP by release (read in the wheels): {"fp8": "fp8_e4m3"}
+# 0.14.0-0.19.0; "nvfp4": "nvfp4" added in 0.20.0 (with a kv_cache_scheme of 4-bit floats read as nvfp4), kept
+# through 0.33.0. The first release each value maps from:
+MODELOPT_KV_MAP = {"FP8": ((0, 14), "fp8_e4m3"), "NVFP4": ((0, 20), "nvfp4")}
 
 
 def modelopt_auto_kv(spec: ModelSpec, wanted: tuple[int, ...]) -> str | None:
     """vLLM 0.33.0 engine/arg_utils.py create_engine_config -> utils/torch_utils.py resolve_kv_cache_dtype_string:
-    kv_cache_dtype auto becomes fp8_e4m3 where a ModelOpt quantization config names kv_cache_quant_algo FP8
-    (MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP). Read in the wheels: present from 0.14.0, absent in 0.13.0."""
-    return "fp8_e4m3" if common.modelopt_fp8_kv(spec) and wanted[:2] >= MODELOPT_KV_FROM else None
+    kv_cache_dtype auto becomes the KV cache dtype a ModelOpt quantization config's kv_cache_quant_algo maps to
+    (get_kv_cache_quant_algo_string: MODELOPT_KV_MAP); any other value falls back to auto, the model dtype
+    (modelopt_kv_warning). Read in the wheels: present from 0.14.0, absent in 0.13.0."""
+    first, dtype = MODELOPT_KV_MAP.get(common.modelopt_kv_algo(spec) or "", ((99, 0), ""))
+    return dtype if wanted[:2] >= first else None
+
+
+def modelopt_kv_warning(spec: ModelSpec, dep: Deployment, wanted: tuple[int, ...]) -> list[str]:
+    """The warning get_kv_cache_quant_algo_string logs (0.14.0-0.33.0 utils/torch_utils.py) where the checkpoint
+    names a kv_cache_quant_algo the release's map lacks: it falls back to auto, the model dtype."""
+    algo = common.modelopt_kv_algo(spec)
+    if dep.kv_cache_dtype != "auto" or not algo or wanted[:2] < MODELOPT_KV_FROM or modelopt_auto_kv(spec, wanted):
+        return []
+    known = [name.lower() for name, (first, _) in MODELOPT_KV_MAP.items() if wanted[:2] >= first]
+    source = spec.quantization.source if spec.quantization else ""
+    return [f"vLLM warns: Unknown kv_cache_quant_algo '{algo}' in the checkpoint's {source} (supported: "
+            f"{', '.join(known)}); it falls back to 'auto': KV cache in the model dtype"]
