@@ -5,7 +5,8 @@ kvplan/engines/vllm/data/architectures.json and kvplan/engines/sglang/data/archi
     pip download --no-deps vllm==0.33.0 -d WHEELS        # one wheel per covered release (kvplan/engines/*/releases.py)
     python benchmarks/architecture_registries.py vllm WHEELS/vllm-*.whl
     python benchmarks/architecture_registries.py sglang WHEELS/sglang-*.whl
-    python benchmarks/architecture_registries.py trtllm COMMIT _arch_index.py [Name=COMMIT:modeling_x.py ...]
+    python benchmarks/architecture_registries.py trtllm COMMIT _arch_index.py [MODEL_MAP=COMMIT:models/__init__.py] \
+        [Name=COMMIT:modeling_x.py ...] [ENGINE:Name=where: a MODEL_MAP key of another stored copy]
 
 Each argument is a wheel, or a folder holding a wheel's files unpacked (then the wheel's file name in a SOURCE file
 beside them). What each engine registers:
@@ -18,7 +19,8 @@ beside them). What each engine registers:
   MODEL_ARCH_TO_MODULE, the static index of every @register_auto_model("<arch>") name in its modeling_*.py
   (test_lazy_model_zoo.py fails where the two differ), from the stored NVIDIA/TensorRT-LLM sources at one commit.
   Those sources are not dated to a release; the file lists the releases kvplan applies them to
-  (kvplan/engines/trtllm/releases.py), as it does the budget read from the same sources.
+  (kvplan/engines/trtllm/releases.py), as it does the budget read from the same sources. The TensorRT engine
+  backend's names: tensorrt_llm/models/__init__.py MODEL_MAP's keys, from a stored copy at its own commit.
 A release whose wheel was not read is left out of the file's "releases"; kvplan checks only the releases listed."""
 
 from __future__ import annotations
@@ -199,8 +201,20 @@ def trtllm_document(commit: str, index: Path, extras: list[str]) -> dict:
                 for k, v in zip(modules.keys, modules.values, strict=True)
                 if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
     read_at = dict.fromkeys(provided, commit[:8])
+    engine_map: dict[str, object] = {}
+    engine_extras = {extra.partition("=")[0][len("ENGINE:"):]: extra.partition("=")[2] for extra in extras
+                     if extra.startswith("ENGINE:")}
     for extra in extras:
         name, _, where = extra.partition("=")
+        if name.startswith("ENGINE:"):
+            continue
+        if name == "MODEL_MAP":
+            map_commit, _, copy = where.partition(":")
+            engine_map = {"source": "tensorrt_llm/models/__init__.py MODEL_MAP keys (GEMMA*_ARCHITECTURE from "
+                                    "models/gemma/config.py): the TensorRT engine backend's", "commit": map_commit,
+                          "also": engine_extras,
+                          "architectures": sorted(_map_keys(Path(copy)) | set(engine_extras))}
+            continue
         read_at[name], _, provided[name] = where.partition(":")
     covered = [RELEASES.covered[0], RELEASES.covered[-1]]
     return {
@@ -214,8 +228,19 @@ def trtllm_document(commit: str, index: Path, extras: list[str]) -> dict:
         "releases": list(RELEASES.covered),
         "provided_by": {arch: provided[arch] for arch in sorted(provided)},
         "read_at": {arch: read_at[arch] for arch in sorted(read_at)},
+        "engine_backend": engine_map,
         "architectures": {arch: [covered] for arch in sorted(provided)},
     }
+
+
+def _map_keys(copy: Path) -> set[str]:
+    """MODEL_MAP's keys, a Name key resolved by the module-level string constants beside it."""
+    tree = ast.parse(copy.read_text())
+    constants = {node.targets[0].id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Constant)}
+    table = _top_dicts(tree)["MODEL_MAP"]
+    return {str(key.value) if isinstance(key, ast.Constant) else str(constants[key.id])
+            for key in table.keys if isinstance(key, (ast.Constant, ast.Name))}
 
 
 def main(argv: list[str]) -> int:

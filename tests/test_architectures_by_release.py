@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+from kvplan.api import load_model
 from kvplan.deployment.front_doors import from_cli
 from kvplan.engines.vllm.releases import COVERED
 from kvplan.errors import KvplanError
@@ -138,15 +139,31 @@ def test_zamba2_is_refused_on_tensorrt_llm(tmp_path: Path, capsys: pytest.Captur
     assert plan_of(zamba2, "0.33.0").capacity.tokens > 0
 
 
-def test_the_tensorrt_engine_backend_is_not_checked(tmp_path: Path) -> None:
-    # --backend tensorrt builds from tensorrt_llm/models/__init__.py MODEL_MAP, which kvplan does not read: no
-    # refusal from the PyTorch backend's index there
+def test_the_tensorrt_engine_backend_has_its_own_table(tmp_path: Path) -> None:
+    # --backend tensorrt builds from tensorrt_llm/models/__init__.py MODEL_MAP (stored copy at 02267d3d, read_file
+    # id 9287858746): no Zamba2 key there either; DeepseekV2ForCausalLM and FalconForCausalLM are keys there
+    # although the PyTorch backend's index lacks them
+    with pytest.raises(KvplanError, match=r"TensorRT-LLM's TensorRT engine backend does not register "
+                                          r"Zamba2ForCausalLM \(its tensorrt_llm/models/__init__\.py MODEL_MAP at "
+                                          r"02267d3d"):
+        plan_of(zamba2_config(tmp_path), "1.2.1", "trtllm", "--backend", "tensorrt")
+    lite = plan_of("deepseek-ai/DeepSeek-V2-Lite", "1.2.1", "trtllm", "--backend", "trt")
+    assert not any("does not register" in note for note in lite.notes)
+    with pytest.raises(KvplanError, match="PyTorch backend does not register DeepseekV2ForCausalLM"):
+        plan_of("deepseek-ai/DeepSeek-V2-Lite", "1.2.1", "trtllm")
     from kvplan.engines.trtllm.architectures import REGISTRIES
 
-    spec_line = REGISTRIES.unregistered("Zamba2ForCausalLM", "1.2.1")
-    assert spec_line is not None
-    plan = plan_of(zamba2_config(tmp_path), "1.2.1", "trtllm", "--backend", "tensorrt")
-    assert not any("does not register" in note for note in plan.notes)
+    assert {"FalconForCausalLM", "Gemma2ForCausalLM", "DeepseekV2ForCausalLM"} <= set(
+        REGISTRIES.data()["engine_backend"]["architectures"])
+    # 'Qwen3MoeForCausalLM': QWenForCausalLM is a key of another stored copy of that file (read_file id 820782731)
+    # and not of 02267d3d's: kept, since the stored versions cannot be ordered
+    assert REGISTRIES.refusal(load_model("Qwen/Qwen3-30B-A3B"), replace_backend("tensorrt"), "1.2.1") is None
+
+
+def replace_backend(backend: str) -> Any:
+    from kvplan.deployment import Deployment
+
+    return Deployment.from_mapping({"gpu": "h100", "engine": "trtllm", "backend": backend})
 
 
 @pytest.mark.parametrize(("model", "architecture", "module"), [

@@ -55,11 +55,16 @@ class Registries:
         registered = ", ".join(first if first == last else f"{first}-{last}" for first, last in runs)
         return f"{self.label} {releases[at]} does not register {architecture} (registered {registered})"
 
+    def refusal(self, spec: ModelSpec, dep: Deployment, version: str) -> str | None:
+        """The line for the deployment's architecture; an engine whose table depends on more than the release
+        (TensorRT-LLM's backends) overrides it."""
+        return self.unregistered(spec.architecture, version)
+
     def check(self, spec: ModelSpec, dep: Deployment, version: str) -> str | None:
         """Refuse a plan for an architecture `version` does not register; with --allow-unmodelled, the note."""
         if spec.architecture == spec.model_type:  # config.json without `architectures` (models/hf_config.py)
             return None
-        line = self.unregistered(spec.architecture, version)
+        line = self.refusal(spec, dep, version)
         if line is None:
             return None
         if not dep.allow_unmodelled:

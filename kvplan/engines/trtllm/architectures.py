@@ -8,8 +8,8 @@ releases (releases.py) as it does the budget.
 
 For a name not registered, AutoModelForCausalLM.from_config (_torch/models/modeling_auto.py) raises "Unknown
 architecture for AutoModelForCausalLM"; the PyTorch backend has no Transformers fallback. The TensorRT engine
-backend (--backend tensorrt) builds from tensorrt_llm/models/__init__.py MODEL_MAP instead, which is not read
-here, so its plans are not checked."""
+backend (--backend tensorrt / trt) builds from tensorrt_llm/models/__init__.py MODEL_MAP instead: its keys, read
+from a stored copy at its own commit, are the data's engine_backend."""
 
 from __future__ import annotations
 
@@ -30,12 +30,18 @@ class StoredSources(Registries):
         return (f"{self.label}'s PyTorch backend does not register {architecture} (its "
                 f"tensorrt_llm/_torch/models/_arch_index.py at {data['commit'][:8]}, applied to {version})")
 
-    def check(self, spec: ModelSpec, dep: Deployment, version: str) -> str | None:
-        if dep.backend not in (None, "pytorch"):
+    def refusal(self, spec: ModelSpec, dep: Deployment, version: str) -> str | None:
+        if dep.backend in (None, "pytorch"):
+            return self.unregistered(spec.architecture, version)
+        engine = self.data()["engine_backend"]
+        if spec.architecture in engine["architectures"]:
             return None
-        return super().check(spec, dep, version)
+        return (f"{self.label}'s TensorRT engine backend does not register {spec.architecture} (its "
+                f"tensorrt_llm/models/__init__.py MODEL_MAP at {engine['commit'][:8]}, applied to {version}; "
+                f"the PyTorch backend's is the default)")
 
 
 REGISTRIES = StoredSources(
     "TensorRT-LLM", Path(__file__).parent / "data" / "architectures.json",
-    "AutoModelForCausalLM raises 'Unknown architecture' at start-up (_torch/models/modeling_auto.py)")
+    "TensorRT-LLM has no model class for it and fails at start-up (the PyTorch backend's AutoModelForCausalLM "
+    "raises 'Unknown architecture', _torch/models/modeling_auto.py)")
