@@ -321,6 +321,12 @@ def compressed_layers(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     return [CompressedSparseAttention(latent, rope, window, max(1, ratio), *index) for ratio in checked]
 
 
+def flat_pool_layer(layer: Layer) -> Layer:
+    """A cache layer in the flat pool of an engine that sizes DeepSeek-V4's pools apart (SGLang, TensorRT-LLM):
+    DeepSeek-V4's caches stay as they are; every other kind keeps every token (its as_full)."""
+    return layer if isinstance(layer, PackedCache) else layer.as_full()
+
+
 def compressed_notes(layers: tuple[Layer, ...]) -> list[str]:
     """What a plan of these layers should say whatever the engine: the caches' own format."""
     if not has_compressed_attention(layers):

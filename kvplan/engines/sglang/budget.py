@@ -49,6 +49,7 @@ from kvplan.engines.sglang.releases import (
 )
 from kvplan.engines.sglang.running import extra_buffer, mamba_slots_per_request, running_requests
 from kvplan.errors import KvplanError
+from kvplan.models.compressed_attention import flat_pool_layer
 from kvplan.models.layers import Layer
 from kvplan.plan import EngineSettings, GpuChoice, Memory
 from kvplan.units import MiB, dtype_bytes
@@ -283,7 +284,7 @@ class Sglang(PoolRules):
                           release_of(dep.engine_version) >= MAMBA_PADDING_SLOT_BUDGETED_FROM)
 
     def flat_layer(self, layer: Layer) -> Layer:
-        return compressed.flat_layer(layer)
+        return flat_pool_layer(layer)
 
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         if compressed.applies(target.spec.layers):  # the pages of DSV4PoolConfigurator's full (logical) pool

@@ -209,12 +209,6 @@ def note(sizes: Dsv4Pools, geometry_layers: list[Layer]) -> str:
             f"(fixed per request slot)")
 
 
-def flat_layer(layer: Layer) -> Layer:
-    """A cache layer in SGLang's pools: DeepSeek-V4's caches stay as they are (their pools are sized by
-    split_pools, not from the flat layout); every other kind keeps every token (its as_full)."""
-    return layer if isinstance(layer, PackedCache) else layer.as_full()
-
-
 def default_running_requests(layers: tuple[Layer, ...] | list[Layer]) -> int | None:
     """max_running_requests where none is given: 256 for DeepSeek-V4 (deepseek_v4_hook.apply_deepseek_v4_defaults),
     else None (SGLang's estimate from the pool)."""

@@ -39,6 +39,7 @@ from kvplan.engines.trtllm.lora import device_cache_bytes
 from kvplan.engines.trtllm.mamba import state_bytes_per_rank, state_intercept
 from kvplan.engines.trtllm.releases import RELEASES
 from kvplan.errors import KvplanError
+from kvplan.models.compressed_attention import flat_pool_layer
 from kvplan.models.families import family_of
 from kvplan.models.layers import Layer
 from kvplan.models.model import ModelSpec
@@ -441,7 +442,7 @@ class TensorRtLlm(PoolRules):
         return kv_ranks(target)
 
     def flat_layer(self, layer: Layer) -> Layer:
-        return deepseek_v4.flat_layer(layer)
+        return flat_pool_layer(layer)
 
     def capped_blocks(self, target: PlanInput, settings: EngineSettings, blocks: int) -> int:
         if deepseek_v4.applies(target.spec.layers):  # the compressed life cycle's blocks

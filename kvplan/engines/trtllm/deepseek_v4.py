@@ -332,12 +332,6 @@ def note(pools: Dsv4Pools) -> str:
             f"{groups}")
 
 
-def flat_layer(layer: Layer) -> Layer:
-    """A cache layer in TensorRT-LLM's pool: DeepSeek-V4's caches stay as they are (their pools are sized by
-    dsv4_pools, not from the flat layout); every other kind keeps every token (its as_full)."""
-    return layer if isinstance(layer, PackedCache) else layer.as_full()
-
-
 def default_block(layers: tuple[Layer, ...] | list[Layer]) -> int | None:
     """tokens_per_block where none is given: 128 for DeepSeek-V4 (the manager refuses TensorRT-LLM's 32)."""
     return TOKENS_PER_BLOCK if applies(layers) else None
