@@ -6,6 +6,7 @@ items profiled, derived by hand."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,17 +17,10 @@ from kvplan.hardware import find_gpu
 from kvplan.models.sources import resolve
 from kvplan.plan import GpuChoice
 
-# InternVL3-8B's shape, written here (the Hub is unreachable): InternViT at 448 px, patch 14, downsample 0.5, up to
-# 12 dynamic tiles with a thumbnail; a qwen2 text model, whose tokenizer has the video token
-CONFIG = {"architectures": ["InternVLChatModel"], "model_type": "internvl_chat", "downsample_ratio": 0.5,
-          "dynamic_image_size": True, "use_thumbnail": True, "max_dynamic_patch": 12, "min_dynamic_patch": 1,
-          "llm_config": {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-                         "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-                         "num_key_value_heads": 4, "vocab_size": 151674, "max_position_embeddings": 32768,
-                         "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False},
-          "vision_config": {"model_type": "intern_vit_6b", "hidden_size": 1024, "intermediate_size": 4096,
-                            "num_hidden_layers": 24, "num_attention_heads": 16, "image_size": 448,
-                            "patch_size": 14, "num_channels": 3}}
+# InternVL3-8B's shape, written for these tests (the Hub is unreachable; not the published file): InternViT at
+# 448 px, patch 14, downsample 0.5, up to 12 dynamic tiles with a thumbnail; a qwen2 text model, whose tokenizer has
+# the video token
+CONFIG = json.loads((Path(__file__).parent / "fixtures" / "internvl" / "internvl3-8b-shape.json").read_text())
 TILE = (448 // 14) ** 2 // 4  # 256 tokens a tile: image_seq_length = (image_size / patch)^2 x downsample_ratio^2
 WIDTH = 3584 * 2  # one embedding handed to the text model, bfloat16
 

@@ -313,19 +313,12 @@ def test_gemma4_audio_items(tmp_path):
 
 
 def _internvl(tmp_path, text_type: str):
-    # an InternVL config written here in InternVL3-8B's shape (InternViT 448 px, patch 14, downsample 0.5, up to 12
-    # dynamic tiles with a thumbnail; the Hub is unreachable, so the file is not the published one)
+    # the InternVL3-8B-shaped config of tests/fixtures/internvl (written for the tests: the Hub is unreachable), its
+    # text model's model_type set to text_type
     import json
 
-    config = {"architectures": ["InternVLChatModel"], "model_type": "internvl_chat", "downsample_ratio": 0.5,
-              "dynamic_image_size": True, "use_thumbnail": True, "max_dynamic_patch": 12, "min_dynamic_patch": 1,
-              "llm_config": {"architectures": ["Qwen2ForCausalLM"], "model_type": text_type, "hidden_size": 3584,
-                             "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-                             "num_key_value_heads": 4, "vocab_size": 151674, "max_position_embeddings": 32768,
-                             "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False},
-              "vision_config": {"model_type": "intern_vit_6b", "hidden_size": 1024, "intermediate_size": 4096,
-                                "num_hidden_layers": 24, "num_attention_heads": 16, "image_size": 448,
-                                "patch_size": 14, "num_channels": 3}}
+    config = json.loads((Path(__file__).parent / "fixtures" / "internvl" / "internvl3-8b-shape.json").read_text())
+    config["llm_config"]["model_type"] = text_type
     path = tmp_path / text_type / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps(config), encoding="utf-8")
