@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.deployment import Deployment
 from kvplan.deployment.rules import NO_DRAFT_LAYERS
 from kvplan.errors import KvplanError
-from kvplan.hardware import Gpu, catalogue, derived_memory_note, find_gpu
+from kvplan.hardware import Gpu, catalogue, find_gpu
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice, Plan
 
@@ -63,8 +63,7 @@ def gpu_choices(dep: Deployment) -> list[GpuChoice]:
                 found = find_gpu(name, otherwise="--gpu-memory SIZE works for any device")
             except KvplanError as exc:
                 raise exc.at(dep.where("gpu")) from None
-            choices.append(GpuChoice(found.id, found.name, found.memory_bytes, count, found.compute_capability,
-                                     found.fp8, derived_memory_note(found), found.sm_count))
+            choices.append(GpuChoice.of(found, count))
         return choices
     if dep.gpu_memory_bytes is not None:
         return [GpuChoice("custom", f"custom GPU ({dep.gpu_memory_bytes / 2**30:.2f} GiB)", dep.gpu_memory_bytes,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.capacity import PoolLayout, SplitPools
 from kvplan.models.model import ModelSpec
 from kvplan.weights import ExpertPlacement, Mxfp4Experts
+
+if TYPE_CHECKING:
+    from kvplan.hardware import Gpu
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,14 @@ class GpuChoice:
     fp8: bool = True  # supports FP8 compute; unknown devices are not held back
     memory_note: str | None = None  # why the total is not an observed figure, for a catalogue entry marked derived
     sm_count: int | None = None  # multi_processor_count (AMD: compute units); None: unknown (a MIG slice has fewer)
+
+    @classmethod
+    def of(cls, gpu: Gpu, count: int) -> GpuChoice:
+        """`count` of a catalogue GPU, with what the catalogue knows of it."""
+        from kvplan.hardware import derived_memory_note
+
+        return cls(gpu.id, gpu.name, gpu.memory_bytes, count, gpu.compute_capability, gpu.fp8,
+                   derived_memory_note(gpu), gpu.sm_count)
 
     @property
     def compute_major(self) -> int | None:

@@ -218,8 +218,7 @@ class Residual:
 def plan_from_scratch(entry: dict[str, Any]) -> Plan:
     gpu = find_gpu(entry["gpu"])
     dep = _deployment(entry, gpu=gpu.id, block_size=entry.get("page_size", entry.get("tokens_per_block")))
-    choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, dep.tensor_parallel_size, gpu.compute_capability, gpu.fp8,
-                       sm_count=gpu.sm_count)
+    choice = GpuChoice.of(gpu, dep.tensor_parallel_size)
     return plan_deployment(resolve(entry["model"]), dep, choice)
 
 
@@ -292,8 +291,7 @@ def vllm_plan(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan
         enforce_eager=entry.get("enforce_eager", False), limit_mm_per_prompt=entry.get("limit_mm_per_prompt"),
         mamba_ssm_cache_dtype=entry.get("mamba_ssm_cache_dtype", "auto"), kv_cache_memory_bytes=kv_cache_memory,
         enable_prefix_caching=entry.get("enable_prefix_caching"))
-    choice = (GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8, sm_count=gpu.sm_count)
-              if gpu else GpuChoice("custom", "log replay", 0, tp))
+    choice = GpuChoice.of(gpu, tp) if gpu else GpuChoice("custom", "log replay", 0, tp)
     return plan_deployment(vllm_model(entry), dep, choice)
 
 

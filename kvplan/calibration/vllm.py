@@ -38,8 +38,7 @@ def deployment(entry: dict[str, Any], kv_cache_memory: int | None = None,
         max_num_seqs=entry.get("max_num_seqs"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
         kv_cache_memory_bytes=kv_cache_memory, estimate_cudagraphs=estimate_cudagraphs,
         flashinfer_sampler=entry.get("flashinfer_sampler"))
-    return dep, GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, tp, gpu.compute_capability, gpu.fp8,
-                          sm_count=gpu.sm_count)
+    return dep, GpuChoice.of(gpu, tp)
 
 
 def plan_for(entry: dict[str, Any], kv_cache_memory: int | None = None) -> Plan:

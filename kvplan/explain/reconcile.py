@@ -307,7 +307,7 @@ def choose_gpu(run: LoggedRun, dep: Deployment, gpu: str | None,
 
 
 def _choice(gpu: Gpu, count: int) -> GpuChoice:
-    return GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, count, gpu.compute_capability, gpu.fp8, sm_count=gpu.sm_count)
+    return GpuChoice.of(gpu, count)
 
 
 def load(run: LoggedRun, model: str | None, dep: Deployment, token: str | None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvplan.deployment import Deployment
 from kvplan.errors import KvplanError
-from kvplan.hardware import Gpu, derived_memory_note
+from kvplan.hardware import Gpu
 from kvplan.models.model import ModelSpec, Quantization
 from kvplan.plan import GpuChoice, Plan
 from kvplan.sizing.command import engine_has, launch_command
@@ -223,8 +223,7 @@ class _Planner:
         from kvplan.engines import plan_deployment
 
         self.planned += 1
-        choice = GpuChoice(gpu.id, gpu.name, gpu.memory_bytes, split.count, gpu.compute_capability, gpu.fp8,
-                           derived_memory_note(gpu), gpu.sm_count)
+        choice = GpuChoice.of(gpu, split.count)
         spec = self.spec
         if dep.quantization in CHECKPOINT_FORMATS and spec.quantization is None:
             # a 4-bit checkpoint of the model loads in its place: planned as that checkpoint, which the engine
