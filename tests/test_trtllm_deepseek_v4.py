@@ -197,3 +197,23 @@ def test_a_huge_max_batch_size_is_counted_not_listed():
     # floors and the compressed group keeps its 50,310 blocks, as at 2,048; planned at once, not request by request
     plan = _plan(max_num_seqs=2**31 - 1).to_dict()
     assert plan["capacity"]["num_blocks"] == 50_310
+
+
+def test_a_tiny_quota_is_raised_to_the_minimum_slots_and_the_note_says_so():
+    # StorageManager._compute_slot_count_for_level (_storage_manager.py@b2dd2882) shares
+    # max(_min_quota_for_level, round_up(quota, granularity)). A 1 GiB quota: 2 MiB << min(4, int(log2(1))) = 2 MiB
+    # grains (2,097,152 B). The minimum slots (the constraints): 64 in each windowed group (one 8,192-token context),
+    # 1,048,576 / 128 = 8,192 in the compressed one (one decode at max_seq_len). Grains, each pool rounded up:
+    # window 128: 64 x 10,485,760 / 2 MiB = 320, 64 x 5,636,096 / 2 MiB = 172; compressed: 8,192 x 688,128 / 2 MiB
+    # = 2,688, ceil(8,192 x 88,704 / 2 MiB) = ceil(346.5) = 347, 8,192 x 20,480 / 2 MiB = 80; window 8:
+    # 64 x 22,020,096 / 2 MiB = 672, 64 x 5,505,024 / 2 MiB = 168. 492 + 3,115 + 840 = 4,447 grains = 9,326,034,944 B.
+    assert 320 + 172 + 2_688 + 347 + 80 + 672 + 168 == 4_447
+    notes = kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm",
+                            kv_cache_memory_bytes=1 << 30).to_dict()["notes"]
+    pools = next(n for n in notes if n.startswith("DeepSeek-V4 (TensorRT-LLM"))
+    assert "9,326,034,944 B, not the 1,073,741,824 B quota: StorageManager raises the quota" in pools
+    assert "compressed 8,192 blocks" in pools
+    quota = next(n for n in notes if n.startswith("--kv-cache-memory (1,073,741,824 B)"))
+    assert "the pools hold 9,326,034,944 B" in quota
+    # a quota above the minimum is shared as given (40 GiB: the note names the quota alone)
+    assert "a 42,949,672,960 B quota in 32 MiB grains" in "".join(_plan().to_dict()["notes"])

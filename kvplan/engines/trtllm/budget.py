@@ -484,7 +484,7 @@ class TensorRtLlm(PoolRules):
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
         if deepseek_v4.applies(target.spec.layers):  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
             share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
-            notes = [deepseek_v4.quota_note(target, self._dsv4(target, settings).quota, share)]
+            notes = [deepseek_v4.quota_note(target, self._dsv4(target, settings), share)]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:

@@ -210,6 +210,21 @@ class Dsv4Pools:
     block: int
     quota: int
     grain: int
+    total: int  # the bytes shared: the quota in whole grains, or the constraints' minimum where that is more
+
+    @property
+    def raised(self) -> bool:
+        """StorageManager._compute_slot_count_for_level (_storage_manager.py@b2dd2882) shares
+        max(_min_quota_for_level, round_up(quota, granularity)): above the quota's grains the minimum won."""
+        return self.total > cdiv(self.quota, self.grain) * self.grain
+
+    def used(self) -> str:
+        """The bytes the pools hold, and why where they are not the quota given."""
+        if not self.raised:
+            return f"a {self.quota:,} B quota"
+        return (f"{self.total:,} B, not the {self.quota:,} B quota: StorageManager raises the quota to the least "
+                "the constraints' minimum slots take (_min_quota_for_level: one max_num_tokens context and one "
+                "max_seq_len decode, each pool rounded up to whole grains)")
 
     def group_bytes(self, index: int) -> int:
         return sum(self.slots[index] * size for size in self.cycles[index].slot_sizes)
@@ -217,7 +232,8 @@ class Dsv4Pools:
 
 def dsv4_pools(cycles: tuple[LifeCycle, ...], quota: int, block: int, batch: Batch) -> Dsv4Pools:
     """StorageManager.__init__: the ratio from the typical step (pools rounded up to the granularity), the minimum
-    slots from the constraints (at least 1), the quota rounded up to the granularity and shared."""
+    slots from the constraints (at least 1), the quota rounded up to the granularity (raised to the minimum slots'
+    grains where those take more, _compute_slot_count_for_level) and shared."""
     grain = granularity(quota)
 
     def slots(requests: tuple[tuple[int, int, int], ...]) -> list[int]:
@@ -230,7 +246,8 @@ def dsv4_pools(cycles: tuple[LifeCycle, ...], quota: int, block: int, batch: Bat
     floor = [max([1] + [slots(c)[g] for c in batch.constraints]) for g in range(len(cycles))]
     least = sum(grains(n, group, grain) for n, group in zip(floor, sizes, strict=True)) * grain
     total = max(least, cdiv(quota, grain) * grain)
-    return Dsv4Pools(cycles, tuple(share_slots(total, sizes, ratio, grain, floor)), block, quota, grain)
+    return Dsv4Pools(cycles, tuple(share_slots(total, sizes, ratio, grain, floor)), block, quota, grain,
+                      total)
 
 
 @dataclass(frozen=True)
@@ -296,10 +313,11 @@ def quota(target: PlanInput, available: int, fp8_kv: bool) -> int:
     return kv_quota
 
 
-def quota_note(target: PlanInput, kv_quota: int, share: str) -> str:
-    given = target.deployment.kv_cache_memory_bytes
+def quota_note(target: PlanInput, pools: Dsv4Pools, share: str) -> str:
+    given, kv_quota = target.deployment.kv_cache_memory_bytes, pools.quota
     source = "--kv-cache-memory" if given and given <= kv_quota else share
-    return (f"{source} ({kv_quota:,} B) is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes), "
+    raised = f" (the pools hold {pools.total:,} B: StorageManager's minimum slots take more)" if pools.raised else ""
+    return (f"{source} ({kv_quota:,} B) is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes){raised}, "
             "shared between DeepseekV4CacheManager's pool groups; KvCacheCreator reserves no context-MLA workspace "
             "from the share here (it does for an FP8 cache on SM 90 with block reuse and no chunked prefill); "
             f"{ROWS_NOTE}")
@@ -327,7 +345,7 @@ def note(pools: Dsv4Pools) -> str:
     groups = ", ".join(f"{cycle.name} {slots:,} blocks ({pools.group_bytes(i):,} B: "
                        + " + ".join(f"{n} x {size:,} B" for n, size in cycle.pools) + ")"
                        for i, (cycle, slots) in enumerate(zip(pools.cycles, pools.slots, strict=True)))
-    return (f"DeepSeek-V4 (TensorRT-LLM DeepseekV4CacheManager on KVCacheManagerV2): a {pools.quota:,} B quota in "
+    return (f"DeepSeek-V4 (TensorRT-LLM DeepseekV4CacheManager on KVCacheManagerV2): {pools.used()} in "
             f"{pools.grain >> 20} MiB grains, {pools.block}-token blocks, shared by the typical step's needs: "
             f"{groups}")
 
