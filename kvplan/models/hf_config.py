@@ -671,8 +671,12 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
     if method == "mxfp4":
         bits, group = 4, 32
     skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
+    scheme = q.nested("kv_cache_scheme")
+    if scheme is not None:
+        q.accessed.add(scheme.path)  # kept whole by `kvplan models import`: the note quotes it
     return Quantization(method, bits, group if group and group > 0 else None,
-                        tuple(str(s) for s in skipped), expert_format=modelopt.hybrid_moe_format(q.data))
+                        tuple(str(s) for s in skipped), expert_format=modelopt.hybrid_moe_format(q.data),
+                        kv_cache_scheme=json.dumps(scheme.data, sort_keys=True) if scheme is not None else None)
 
 
 def _expert_format(lm: ConfigFields, quant: Quantization | None) -> Quantization | None:

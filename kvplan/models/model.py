@@ -58,6 +58,9 @@ class Quantization:
     # MIXED_PRECISION's quantized_layers, as (decoder layer, role, quant_algo) once each; lm_head at layer -1
     # (kvplan.models.modelopt.mixed_formats); empty for any other quantization
     formats: tuple[tuple[int, str, str], ...] = ()
+    # a non-ModelOpt quantization_config's kv_cache_scheme (compressed-tensors) as sorted JSON; kvplan does not
+    # size the KV cache from it, and says so in a note (engines/common.py kv_cache_scheme_note)
+    kv_cache_scheme: str | None = None
 
 
 @dataclass(frozen=True)
