@@ -85,6 +85,22 @@ def test_kubernetes_manifest(tmp_path):
     assert all(f.status in ("pass", "skip") for f in findings), findings
 
 
+@pytest.mark.parametrize(("entry", "status"), [
+    ("{name: VLLM_USE_FLASHINFER_SAMPLER}", "fail"),  # no value: the Kubernetes API's EnvVar.value defaults to ""
+    ("{name: VLLM_USE_FLASHINFER_SAMPLER, value: ''}", "fail"),
+    ("{name: VLLM_USE_FLASHINFER_SAMPLER, value: '0'}", "pass"),
+    ("{name: VLLM_USE_FLASHINFER_SAMPLER, valueFrom: {configMapKeyRef: {name: c, key: k}}}", "pass")])
+def test_an_empty_vllm_switch_in_a_container_env_is_vllms_start_up_error(tmp_path, entry, status):
+    # vLLM 0.33.0 envs.py reads VLLM_USE_FLASHINFER_SAMPLER as bool(int(value)): int('') stops it at start-up. A
+    # valueFrom is known only at deploy time and is not read
+    text = K8S.replace("- {name: HF_HOME, value: /models}", f"- {{name: HF_HOME, value: /models}}\n"
+                       f"                - {entry}")
+    known = by_rule(findings_of(write(tmp_path, "k8s.yaml", text)))["KV002"]
+    assert known.status == status
+    if status == "fail":
+        assert "VLLM_USE_FLASHINFER_SAMPLER: set but empty" in known.message
+
+
 def test_unmappable_gpu_product_says_so(tmp_path):
     text = K8S.replace("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
     found = by_rule(findings_of(write(tmp_path, "k8s.yaml", text)))["KV006"]

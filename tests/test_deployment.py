@@ -239,3 +239,22 @@ def test_a_vllm_switch_that_is_no_integer_is_refused(value):
     with pytest.raises(KvplanError, match="VLLM_USE_FLASHINFER_SAMPLER: vLLM reads it as an integer"):
         from_cli({}, [], None, [f"VLLM_USE_FLASHINFER_SAMPLER={value}", "vllm", "serve", "Qwen/Qwen2.5-7B"],
                  environ={})
+
+
+@pytest.mark.parametrize("variable", ["VLLM_USE_FLASHINFER_SAMPLER", "VLLM_USE_V2_MODEL_RUNNER",
+                                      "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+                                      "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"])
+def test_an_empty_vllm_switch_is_refused_wherever_it_is_set(variable):
+    # vLLM 0.33.0 envs.py reads each of kvplan's four as bool(int(value)) (maybe_convert_bool for the V2 runner's,
+    # int(os.getenv(..., "1")) for the two defaulting on): set but empty, int('') raises, and enable_envs_cache
+    # reads every variable once the engine core starts, so vLLM stops. The shell's environment used to pass it over.
+    with pytest.raises(KvplanError, match=f"{variable}: set but empty"):
+        from_cli({}, ["--model", "Qwen/Qwen2.5-7B"], None, None, environ={variable: ""})
+    with pytest.raises(KvplanError, match=f"{variable}: set but empty"):
+        from_cli({}, [], None, [f"{variable}=", "vllm", "serve", "Qwen/Qwen2.5-7B"], environ={})
+
+
+def test_an_empty_lmcache_variable_in_the_shell_is_still_passed_over():
+    # LMCache's variables are not vLLM's envs.py: an empty one in the shell is not read (as before)
+    dep = from_cli({}, ["--model", "Qwen/Qwen2.5-7B"], None, None, environ={"LMCACHE_CHUNK_SIZE": ""})
+    assert dep.lmcache_chunk_size is None

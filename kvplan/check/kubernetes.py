@@ -104,9 +104,12 @@ class Kubernetes:
 
     def _container(self, source: Source, spec: dict[str, Any], path: tuple[Any, ...], pods: int,
                    given: dict[str, str], engine: str | None, replicas: int | None = None) -> Container | None:
+        """env: an entry with neither value nor valueFrom is set to the empty string (the Kubernetes API's
+        EnvVar.value: 'Defaults to ""'); one with valueFrom is known at deploy time only and left out."""
         image = Image(str(spec["image"])) if spec.get("image") else None
-        env = {**given, **{str(e.get("name")): str(e.get("value")) for e in list_of(spec.get("env"))
-                           if isinstance(e, dict) and e.get("value") is not None}}
+        entries = [e for e in list_of(spec.get("env")) if isinstance(e, dict)
+                   and (e.get("value") is not None or e.get("valueFrom") is None)]
+        env = {**given, **{str(e.get("name")): "" if e.get("value") is None else str(e["value"]) for e in entries}}
         command = words_of(source, spec.get("command"), *path, "command")
         args = words_of(source, spec.get("args"), *path, "args")
         whole = joined(command, args)

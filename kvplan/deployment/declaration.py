@@ -280,9 +280,14 @@ def env_knobs() -> dict[str, str]:
 def env_switch(variable: str, value: str) -> bool | str:
     """An environment variable's value for its knob. vLLM reads each of its switches as bool(int(value)) (envs.py,
     0.33.0; maybe_convert_bool for VLLM_USE_V2_MODEL_RUNNER): any integer is one, nonzero on, and a word such as
-    'true' stops it at start-up. Other variables (LMCache's) are read by their knob's kind."""
+    'true' stops it at start-up. Set but empty is no integer either: int('') raises, and enable_envs_cache
+    (envs.py, called once the engine core starts) reads every variable, so vLLM stops whichever the empty one is.
+    Other variables (LMCache's) are read by their knob's kind."""
     if BY_NAME()[env_knobs()[variable]].kind != "bool":
         return value
+    if value.strip() == "":
+        raise KvplanError("set but empty: vLLM reads it as bool(int(value)) (envs.py), and int('') stops it at "
+                          "start-up; unset it, or give 0 or 1", variable)
     try:
         return bool(int(value))
     except ValueError:

@@ -21,8 +21,10 @@ def from_cli(own: dict[str, tuple[Any, str]], flags: list[str], config: str | No
     environ = dict(os.environ) if environ is None else environ
     draft = Draft(door=FLAGS_DOOR)
     for variable, name in env_knobs().items():
-        if environ.get(variable, "") != "":
-            draft.set(name, env_switch(variable, environ[variable]), variable)
+        value = environ.get(variable)
+        # set but empty is a value vLLM reads (env_switch refuses it as vLLM does); LMCache's are passed over
+        if value is not None and (value != "" or variable.startswith("VLLM_")):
+            draft.set(name, env_switch(variable, value), variable)
     typed = Draft()
     for name, (value, where) in own.items():
         typed.set(name, value, where)
