@@ -321,6 +321,13 @@ def compressed_layers(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     return [CompressedSparseAttention(latent, rope, window, max(1, ratio), *index) for ratio in checked]
 
 
+def unsupported_ratio(layers: tuple[Layer, ...] | list[Layer], accepted: tuple[int, ...]) -> int | None:
+    """The first compress ratio of these DeepSeek-V4 layers outside `accepted` (1: the checkpoint's 0, the sliding
+    window alone), for each engine's own refusal before the layers' caches are built; None where all are."""
+    return next((layer.ratio for layer in layers
+                 if isinstance(layer, CompressedSparseAttention) and layer.ratio not in accepted), None)
+
+
 def flat_pool_layer(layer: Layer) -> Layer:
     """A cache layer in the flat pool of an engine that sizes DeepSeek-V4's pools apart (SGLang, TensorRT-LLM):
     DeepSeek-V4's caches stay as they are; every other kind keeps every token (its as_full)."""

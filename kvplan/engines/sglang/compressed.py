@@ -33,7 +33,12 @@ from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.releases import RELEASES, release_of
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache, has_compressed_attention
+from kvplan.models.compressed_attention import (
+    CompressedSparseAttention,
+    PackedCache,
+    has_compressed_attention,
+    unsupported_ratio,
+)
 from kvplan.models.layers import Layer
 from kvplan.units import cdiv
 
@@ -58,6 +63,23 @@ MODE_FLAGS = {
 def applies(layers: tuple[Layer, ...] | list[Layer]) -> bool:
     """Whether the model is DeepSeek-V4's compressed sparse attention (its layers are that kind)."""
     return has_compressed_attention(layers)
+
+
+# mem_cache/deepseek_v4_memory_pool.py collect_sources_by_ratio: ratios 0, 1, 2, 4 and 128, any other a ValueError
+# "Unsupported compression ratio"; ratio 2's kv-source layers (and their rings) are not modelled here
+SGLANG_RATIOS, MODELLED_RATIOS = (0, 1, 2, 4, 128), (1, 4, 128)
+
+
+def check_ratios(layers: tuple[Layer, ...] | list[Layer]) -> None:
+    """Refuse, naming SGLang, a ratio its DeepSeek-V4 pools do not take or kvplan does not model for it."""
+    ratio = unsupported_ratio(layers, MODELLED_RATIOS)
+    if ratio is None:
+        return
+    if ratio in SGLANG_RATIOS:
+        raise KvplanError(f"compress_ratios: SGLang 0.5.23 takes a ratio of {ratio} (kv-source layers, "
+                          "collect_sources_by_ratio), which kvplan does not model; it models 0, 4 and 128")
+    raise KvplanError(f"compress_ratios: a ratio of {ratio} is not one SGLang 0.5.23's DeepSeek-V4 pools take "
+                      "(0, 1, 2, 4 or 128: collect_sources_by_ratio raises 'Unsupported compression ratio')")
 
 
 @dataclass(frozen=True)

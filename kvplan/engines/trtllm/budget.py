@@ -402,6 +402,7 @@ class TensorRtLlm(PoolRules):
 
     def settings(self, target: PlanInput) -> EngineSettings:
         dep = target.deployment
+        deepseek_v4.check_ratios(target.spec.layers)
         return EngineSettings(
             "trtllm", self.label, self.kv_log, dep.engine_version or RELEASES.newest,
             dep.gpu_memory_utilization or FREE_FRACTION,

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines.base import PlanInput
 from kvplan.errors import KvplanError
-from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache
+from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache, unsupported_ratio
 from kvplan.models.layers import Layer, has_compressed_attention
 from kvplan.units import GiB, cdiv
 
@@ -96,6 +96,15 @@ class LifeCycle:
         """Blocks one request holds: its capacity's, less those its window has passed (get_stale_range)."""
         stale = 0 if self.window is None else max(0, (history + 1 - self.window) // block)
         return cdiv(capacity, block) - stale
+
+
+def check_ratios(layers: tuple[Layer, ...]) -> None:
+    """Refuse, naming TensorRT-LLM, a ratio its DeepSeek-V4 metadata does not take (RATIOS), before kvplan's
+    layer model (vLLM's compressor) is asked about it."""
+    ratio = unsupported_ratio(layers, RATIOS)
+    if ratio is not None:
+        raise KvplanError(f"compress_ratios: TensorRT-LLM's DeepSeek-V4 metadata takes ratios 0/1, 4 and 128, "
+                          f"not {ratio}")
 
 
 def layer_buffers(layer: CompressedSparseAttention, block: int, kv_bytes: int) -> list[tuple[int | None, int]]:
