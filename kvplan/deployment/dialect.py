@@ -49,6 +49,38 @@ class Catalogue:
 
 
 @dataclass(frozen=True)
+class BenchModule:
+    """A `python -m MODULE` that starts no server but parses the server's flags and then its own (SGLang's
+    one-batch benchmark): the server's are read as a launch line's, its own passed over with a note."""
+
+    module: str
+    own_flags: dict[str, str]  # its own flags (dash form) -> arity: "switch", "value", or "values" (nargs +)
+    note: str  # what the note says of them: whether they set the pool
+
+    def split(self, args: list[str]) -> tuple[list[str], list[str]]:
+        """The server's words, and the own flags found (as typed, without their values)."""
+        kept: list[str] = []
+        found: list[str] = []
+        index = 0
+        while index < len(args):
+            word = args[index]
+            name, equals, _ = word.partition("=")
+            arity = self.own_flags.get(name[2:].replace("_", "-")) if name.startswith("--") else None
+            if arity is None:
+                kept.append(word)
+                index += 1
+                continue
+            found.append(name)
+            index += 1
+            if equals or arity == "switch":
+                continue
+            index += 1 if arity == "value" else 0
+            while arity == "values" and index < len(args) and not args[index].startswith("-"):
+                index += 1
+        return kept, found
+
+
+@dataclass(frozen=True)
 class Program:
     """An executable that starts the engine's server, and the subcommand that must (or may) follow it."""
 
@@ -66,6 +98,7 @@ class Dialect:
     catalogue_module: str | None = None  # the module whose CATALOGUE lists the engine's other flags
     programs: tuple[Program, ...] = ()
     modules: tuple[str, ...] = ()  # `python -m MODULE` entry points of its server
+    bench_modules: tuple[BenchModule, ...] = ()  # `python -m MODULE` tools that take its server's flags too
     images: tuple[str, ...] = ()  # container images whose entry point is its server (the first module)
     image_tags_are_releases: bool = False  # an image's tag (v0.10.1) names the engine release it runs
     # fragments of image names that run this engine (quay.io/.../vllm-openai-ubi9, opea/vllm-gaudi): a container

@@ -31,6 +31,7 @@ class EngineCommand:
     launcher: str
     args: list[str]
     release: str | None = None  # the engine release a pinned container image runs
+    notes: tuple[str, ...] = ()  # what the launcher itself makes kvplan say (a benchmark's own flags passed over)
 
 
 # Shell words that end the command (pipes, lists, background, redirections) or run it inside another program.
@@ -127,6 +128,12 @@ def _launch(rest: list[str], where: str) -> EngineCommand:
     program = os.path.basename(rest[0])
     if PYTHON.match(program) and rest[1:2] == ["-m"] and len(rest) > 2:
         server = next((d for d in dialects() if rest[2] in d.modules), None)
+        bench = next(((d, b) for d in dialects() for b in d.bench_modules if b.module == rest[2]), None)
+        if server is None and bench is not None:
+            args, own = bench[1].split(rest[3:])
+            notes = (f"python -m {rest[2]}: its own flags {', '.join(dict.fromkeys(own))} are passed over "
+                     f"({bench[1].note}); the rest are read as {bench[0].label}'s server flags",) if own else ()
+            return EngineCommand(bench[0].name, f"python -m {rest[2]}", args, notes=notes)
         if server is None:
             modules = [module for d in dialects() for module in d.modules]
             raise KvplanError(f"module {rest[2]!r} is not a server kvplan knows; expected {', '.join(modules)}",
@@ -166,6 +173,7 @@ def parse_command(tokens: list[str] | str, where: str = "command line", engine: 
         version = launch.release
         draft.set("engine_version", launch.release, f"{where}: image tag {launch.release}")
     _read_environment(draft, env)
+    draft.notes.extend(launch.notes)
     positional = launch.engine is not None and registry.dialect(launch.engine).positional_model
     reads_words = registry.dialect(chosen).reads_words if chosen in registry.names() else None
     if reads_words is not None:

@@ -1,7 +1,7 @@
 """The `python -m sglang.launch_server` command line: its flags for kvplan's knobs (KNOB_FLAGS, here), the others
 in flags.py."""
 
-from kvplan.deployment.dialect import Dialect
+from kvplan.deployment.dialect import BenchModule, Dialect
 
 DP_FLAGS = ("--dp", "--dp-size", "--data-parallel-size")
 
@@ -69,6 +69,21 @@ KNOB_FLAGS: dict[str, tuple[str, str]] = {
     "config": ("config", "value"),
 }
 
+# SGLang 0.5.23 benchmark/one_batch.py cli_main: ServerArgs.add_cli_args then BenchArgs.add_cli_args on one
+# parser; load_model builds the server's ModelRunner and alloc_memory_pool from those ServerArgs, so the KV pool is
+# the server's. BenchArgs' flags, by nargs: none sets the pool; --batch-size's largest value becomes the decode
+# CUDA graphs' max_bs (main's declare_resolution of cuda_graph_config), graph memory kvplan does not model. 0.5.23
+# ships the module as sglang.benchmark.one_batch; sglang.bench_one_batch is the older releases' path.
+ONE_BATCH_FLAGS = {
+    "run-name": "value", "batch-size": "values", "input-len": "values", "output-len": "values",
+    "prompt-filename": "value", "result-filename": "value", "correctness-test": "switch", "cut-len": "value",
+    "log-decode-step": "value", "profile": "switch", "profile-record-shapes": "switch",
+    "profile-activities": "values", "profile-stage": "value", "profile-prefix": "value",
+    "profile-start-step": "value", "profile-steps": "value",
+}
+ONE_BATCH_NOTE = ("the benchmark's BenchArgs, which size no KV pool: the pool is the server's, from ServerArgs; "
+                  "--batch-size's largest value is the decode CUDA graphs' max_bs, graph memory not modelled")
+
 DIALECT = Dialect(
     knob_flags=KNOB_FLAGS,
     name="sglang",
@@ -76,6 +91,9 @@ DIALECT = Dialect(
     env_prefix="SGLANG_",
     catalogue_module="kvplan.engines.sglang.flags",
     modules=("sglang.launch_server",),
+    bench_modules=(BenchModule("sglang.benchmark.one_batch", ONE_BATCH_FLAGS, ONE_BATCH_NOTE),
+                   BenchModule("sglang.bench_one_batch", ONE_BATCH_FLAGS,
+                               ONE_BATCH_NOTE + "; SGLang 0.5.23 ships it as sglang.benchmark.one_batch")),
     images=("lmsysorg/sglang",),
     image_fragments=("sglang",),
     image_tags_are_releases=True,  # lmsysorg/sglang:v0.5.4 runs SGLang 0.5.4
