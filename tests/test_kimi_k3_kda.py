@@ -10,11 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from kvplan.errors import KvplanError
 from kvplan.models.hf_config import parse_config
-from kvplan.models.layers import KdaState, LatentAttention
+from kvplan.models.layers import KdaLowRankGateState, KdaState, LatentAttention
 from kvplan.models.model import SpecSource
 from kvplan.models.sources import read_spec_file, spec_files
 
@@ -86,11 +83,19 @@ def test_total_parameters_by_hand():
     assert model.params.total - model.params.vision == total
 
 
-def test_other_kda_gate_is_refused_by_name():
+def test_the_low_rank_gate_is_the_other_layer_kind_with_the_same_state():
+    # use_full_rank_gate false: vLLM 0.33.0 KimiDecoderLayer builds KimiGatedDeltaNetAttention (Kimi-Linear's
+    # low-rank gate, tests/test_issue22_hybrid_totals.py) instead of refusing; the state shape is the same
+    # (kda_state_shape). Its projections at K3's sizes (h 7,168, width 96 x 128 = 12,288, head_dim 128, 96 heads):
+    # h x (3 x 12,288 + 96 + 128) + 2 x 128 x 12,288 (f_b, g_b) + h x 128 (g_a) + o_proj, against the full-rank
+    # h x (4 x 12,288 + 128 + 96) + 128 x 12,288 + o_proj: -7,168 x 12,288 + 128 x 12,288 + 7,168 x 128 =
+    # -85,590,016 a KDA layer
     data = config()
     data["text_config"]["linear_attn_config"]["use_full_rank_gate"] = False
-    with pytest.raises(KvplanError, match="use_full_rank_gate' is not true"):
-        spec(data)
+    low = spec(data)
+    assert isinstance(low.layers[0], KdaLowRankGateState)
+    assert low.layers[0].state_page_bytes(1) == spec().layers[0].state_page_bytes(1) == 6_512_640
+    assert low.params.by_layer[0].mixer - spec().params.by_layer[0].mixer == -85_590_016
 
 
 def test_bundled_spec_is_the_published_config():

@@ -74,8 +74,13 @@ FAMILIES: dict[str, Family] = {
     "glm_moe_dsa": Family(exact=True),
     # Kimi-K3's text model (vLLM kimi_linear): 2,779,484,476,000 by hand (tests/test_kimi_k3_kda.py); with its
     # tower, the Hub's moonshotai/Kimi-K3 total of 2,779,931,837,184 less the 69 x 32 A_log values the checkpoint
-    # pads past num_heads 96 (vLLM 0.33.0 models/kimi_k3/nvidia/kda.py builds A_log of num_heads, loads a slice)
-    "kimi_linear": Family(exact=True),
+    # pads past num_heads 96 (vLLM 0.33.0 models/kimi_k3/nvidia/kda.py builds A_log of num_heads, loads a slice).
+    # Kimi-Linear-48B-A3B-Instruct: the Hub's 49,122,681,728 by hand (tests/test_issue22_hybrid_totals.py). vLLM
+    # 0.33.0 models/kimi_k3/nvidia/model.py KimiMoE builds gate.e_score_correction_bias whatever the config says
+    # (Kimi-Linear's names no topk_method); KimiLinearConfig (transformers_utils/configs/kimi_linear.py, the class
+    # vLLM's config registry maps kimi_linear to) defaults max_position_embeddings to 4,096, which Kimi-Linear's
+    # config leaves out (its model_max_length only lets a user's longer max_model_len through)
+    "kimi_linear": Family(expert_score_bias=True, max_position_default=4096, exact=True),
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and
     # MiniMaxM3MoE's e_score_correction_bias (use_routing_bias, which its config sets)
     "minimax_m3": Family(qk_norm=True, expert_score_bias=True),
@@ -95,8 +100,10 @@ FAMILIES: dict[str, Family] = {
     "mamba": Family(tied_default=True, rotary=False),
     "jamba": Family(rotary=False, exact=True),  # vLLM jamba.py: its attention layers carry no positions
     # vLLM falcon_h1.py: every decoder layer is a FalconH1ParallelHybrid (attention and MambaMixer2 beside each
-    # other, then a gated SiLU MLP, an RMSNorm before each of the two); no bias in attention or MLP.
-    "falcon_h1": Family(parallel_mixers=True),
+    # other, then a gated SiLU MLP, an RMSNorm before each of the two); no bias in attention or MLP. The Hub's
+    # 521,411,104 for Falcon-H1-0.5B-Base and 91,131,072 for Falcon-H1-Tiny-90M-Instruct, by hand in
+    # tests/test_issue22_hybrid_totals.py (the µP multipliers scale activations and are no parameters)
+    "falcon_h1": Family(parallel_mixers=True, exact=True),
     # Granite-4.0-H (vLLM 0.33.0 granitemoehybrid.py): the Hub's 3,191,396,096 for granite-4.0-h-micro and
     # 6,939,037,248 for granite-4.0-h-tiny, by hand in tests/test_hybrid_params.py
     "granitemoehybrid": Family(exact=True),

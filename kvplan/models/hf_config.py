@@ -18,6 +18,7 @@ from kvplan.models.layers import (
     GatedDeltaNetState,
     IndexedAttention,
     IndexerSharingLatentAttention,
+    KdaLowRankGateState,
     KdaState,
     LatentAttention,
     Layer,
@@ -347,8 +348,9 @@ def _full_attention(lm: ConfigFields, kv: int, head_dim: int) -> FullAttention:
 def _kimi_linear(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     """Kimi-K3: linear_attn_config's kda_layers, 1-based (vLLM 0.33.0 transformers_utils/configs/kimi_linear.py
     is_kda_layer: layer_idx + 1 in kda_layers), are Kimi Delta Attention with a recurrent state per request, the
-    others MLA (models/kimi_k3/nvidia/model.py KimiDecoderLayer). Only the full-rank KDA gate is modelled
-    (use_full_rank_gate: KimiK3DeltaAttention); Kimi-Linear's other gate is refused by name."""
+    others MLA (models/kimi_k3/nvidia/model.py KimiDecoderLayer). The gate is the config's use_full_rank_gate:
+    true builds KimiK3DeltaAttention (Kimi-K3), false or absent KimiGatedDeltaNetAttention with its low-rank gate
+    (Kimi-Linear: layers.KdaLowRankGateState); their states are the same."""
     if lm.mapping("linear_attn_config") is None:
         return None
     kda = lm.nested("linear_attn_config")
@@ -357,12 +359,11 @@ def _kimi_linear(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     kda.array("full_attn_layers")  # the complement of kda_layers, which vLLM reads alone
     if not numbers:
         return None
-    if not kda.flag("use_full_rank_gate", False):
-        raise kda.fail("use_full_rank_gate", "is not true: only Kimi-K3's full-rank KDA gate is modelled")
+    kind = KdaState if kda.flag("use_full_rank_gate", False) else KdaLowRankGateState
     conv = max(1, int(DTYPE_BYTES.get(canonical_dtype(lm.text(("torch_dtype", "dtype")) or "float32"), 2)))
     # the recurrent state float32 under auto (vLLM 0.33.0 mamba_utils.py kda_state_dtype)
-    state = KdaState(kda.integer("num_heads"), kda.integer("head_dim"), kda.integer("short_conv_kernel_size", 4),
-                     ssm_bytes=4).as_served(conv, None, 0, 0)
+    state = kind(kda.integer("num_heads"), kda.integer("head_dim"), kda.integer("short_conv_kernel_size", 4),
+                 ssm_bytes=4).as_served(conv, None, 0, 0)
     latent = LatentAttention(lm.integer("kv_lora_rank") + lm.integer("qk_rope_head_dim", 0, minimum=0))
     return [state if index + 1 in numbers else latent for index in range(num_layers)]
 

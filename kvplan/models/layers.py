@@ -60,6 +60,8 @@ class MixerCounter(Protocol):
 
     def kda_mixer(self, state: KdaState) -> int: ...
 
+    def kda_low_rank_mixer(self, state: KdaLowRankGateState) -> int: ...
+
     def shared_block(self, owner: bool) -> int: ...
 
 
@@ -819,6 +821,17 @@ class KdaState(RecurrentState):
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.kda_mixer(self)
+
+
+@dataclass(frozen=True)
+class KdaLowRankGateState(KdaState):
+    """Kimi-Linear's KDA mixer (linear_attn_config without use_full_rank_gate): the same states as Kimi-K3's
+    (vLLM 0.33.0 model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py KimiGatedDeltaNetAttention.get_state_shape
+    reads num_heads, head_dim and short_conv_kernel_size whatever the gate), its output gate from a low-rank pair
+    of projections of its own (g_a_proj, g_b_proj) rather than a slice of the fused input projection."""
+
+    def mixer_params(self, counter: MixerCounter) -> int:
+        return counter.kda_low_rank_mixer(self)
 
 
 RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState, KdaState)

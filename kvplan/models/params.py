@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kvplan.models import tower_params
 from kvplan.models.families import Family
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import KdaState, Layer, Mamba2State, ShortConvState
+from kvplan.models.layers import KdaLowRankGateState, KdaState, Layer, Mamba2State, ShortConvState
 from kvplan.models.model import LayerParams, MoE, ParamCount
 
 
@@ -239,6 +239,18 @@ class _Mixers:
         loose = width + 3 * width * state.conv_kernel + heads + dim
         self.loose += loose
         return hidden * (4 * width + dim + heads) + dim * width + width * hidden + loose
+
+    def kda_low_rank_mixer(self, state: KdaLowRankGateState) -> int:
+        """Kimi-Linear's KDA mixer (vLLM 0.33.0 model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py
+        KimiGatedDeltaNetAttention, use_full_rank_gate false; KimiLinearModel.packed_modules_mapping names the
+        checkpoint's parts): in_proj_qkvgfab of q, k, v (heads x head_dim each), beta (one per head, b_proj) and f_a
+        (head_dim), f_b_proj (head_dim -> heads x head_dim), the output gate's g_a_proj (hidden -> head_dim) and
+        g_b_proj (head_dim -> heads x head_dim), o_proj; beside them, as in Kimi-K3's, dt_bias of heads x head_dim,
+        the bias-free conv1d over q, k and v, A_log per head and o_norm of head_dim."""
+        hidden, width, dim, heads = self.hidden, state.heads * state.head_size, state.head_size, state.heads
+        loose = width + 3 * width * state.conv_kernel + heads + dim
+        self.loose += loose
+        return hidden * (3 * width + heads + dim) + 2 * dim * width + hidden * dim + width * hidden + loose
 
     def mamba2_mixer(self, state: Mamba2State) -> int:
         """vLLM's MambaMixer2 (mamba_mixer2.py, used by Nemotron-H, Granite-4.0-H, Falcon-H1, Bamba): in_proj to the
