@@ -5,6 +5,7 @@ the data file under test: vLLM's vllm/model_executor/models/registry.py, SGLang'
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,24 @@ def test_allow_unmodelled_plans_it_with_a_note(bamba: str) -> None:
     plan = plan_of(bamba, "0.33.0", "vllm", "--allow-unmodelled")
     assert any(note.startswith("vLLM 0.33.0 does not register BambaForCausalLM (registered 0.7.3-0.23.0)")
                for note in plan.notes)
+
+
+@pytest.mark.parametrize(("flags", "registry"), [
+    ((), "PyTorch backend does not register BambaForCausalLM (its tensorrt_llm/_torch/models/_arch_index.py at "
+         "065ff9e9, applied to 1.2.1)"),
+    (("--backend", "tensorrt"), "TensorRT engine backend does not register BambaForCausalLM (its "
+                                "tensorrt_llm/models/__init__.py MODEL_MAP at 02267d3d, applied to 1.2.1")])
+def test_tensorrt_llm_refuses_bamba_on_both_backends(bamba: str, flags: tuple[str, ...], registry: str) -> None:
+    # neither stored registry names BambaForCausalLM: _arch_index.py's MODEL_ARCH_TO_MODULE at 065ff9e9 (the
+    # PyTorch backend) and models/__init__.py's MODEL_MAP at 02267d3d (kvplan/engines/trtllm/data/architectures.json)
+    data = json.loads((Path(__file__).parent.parent / "kvplan/engines/trtllm/data/architectures.json").read_text())
+    assert not any("Bamba" in name for name in json.dumps(data).split('"'))
+    with pytest.raises(KvplanError, match=f"TensorRT-LLM's {re.escape(registry)}"):
+        plan_of(bamba, "1.2.1", "trtllm", *flags)
+    # --allow-unmodelled plans it with the refusal as a note (no tokens at max_batch_size 2048 on one H100: the
+    # Mamba states' fixed cost, a note of the plan's own)
+    noted = plan_of(bamba, "1.2.1", "trtllm", *flags, "--allow-unmodelled")
+    assert any(note.startswith(f"TensorRT-LLM's {registry}") for note in noted.notes)
 
 
 def test_a_config_without_architectures_is_not_checked(tmp_path: Path) -> None:
