@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 
 from kvplan.errors import KvplanError
 from kvplan.hardware import find_gpu, mig_slices
@@ -49,14 +50,26 @@ def test_an_unknown_profile_or_a_gpu_without_slices_is_one_line():
         find_gpu("rtx3090:1g.10gb")
 
 
-def test_estimate_on_a_slice_budgets_the_slice():
-    result = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
-                             "--gpu", "a100-80gb-sxm:2g.20gb", "--max-model-len", "16K", "--json"],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    memory = json.loads(result.stdout)["memory"]
-    assert memory["total_bytes"] == 20_937_965_568  # 19.50 x 2^30
-    assert memory["budget_bytes"] == 19_262_928_322  # vLLM: 0.92 x 20,937,965,568 = 19,262,928,322.56, floored
+@pytest.mark.parametrize(("gpu", "total", "budget"), [
+    # gpus.json's a100-80gb-sxm:2g.20gb: 'nvidia-smi mig -lgip' on an A100-80GB, 19.50 GiB = 19.50 x 2^30
+    # = 20,937,965,568 B; vLLM's default 0.92 of it: 19,262,928,322.56, floored
+    ("a100-80gb-sxm:2g.20gb", 20_937_965_568, 19_262_928_322),
+    # gpus.json's b200:1g.23gb: 'nvidia-smi mig -lgip' on a B200 180 GB, 20.50 GiB = 22,011,707,392 B; 0.92 of it
+    # 20,250,770,800.64, floored
+    ("b200:1g.23gb", 22_011_707_392, 20_250_770_800),
+])
+def test_estimate_on_a_slice_budgets_the_slice(capsys, gpu, total, budget):
+    # one test for both catalogues' slices (tests/test_gpus_blackwell.py held the B200 one's copy)
+    assert total == {"a100-80gb-sxm:2g.20gb": 1950, "b200:1g.23gb": 2050}[gpu] * GiB // 100
+    code, out, err = run_cli(capsys, "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", gpu, "--max-model-len",
+                             "16K", "--json")
+    assert code == 0, err
+    memory = json.loads(out)["memory"]
+    assert (memory["total_bytes"], memory["budget_bytes"]) == (total, budget)
+    assert budget == int(0.92 * total)
+
+
+def test_an_unknown_slice_profile_on_the_command_line_is_one_line():
     bad = subprocess.run([sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
                           "--gpu", "h100-sxm:9g.90gb"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no MIG profile '9g.90gb'" in bad.stderr
