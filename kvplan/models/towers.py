@@ -45,6 +45,9 @@ class VisionTower:
     tiling: Tiling | None = None  # InternVL's dynamic tiling, as the config sets it (None: not tiled)
     text_type: str = ""  # the language model's model_type
     audio_params: int = 0  # the audio tower's and its embedder's parameters, within params.vision (Gemma 4)
+    depth: int = 0  # the tower's encoder layers (depth, num_hidden_layers), 0 where the config leaves them out
+    num_heads: int = 0  # its attention heads (num_heads, num_attention_heads), 0 where left out
+    deepstack: tuple[int, ...] = ()  # deepstack_visual_indexes: the layers whose outputs feed the text model too
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -53,6 +56,8 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
     if vision is None:
         return None
     deepstack = vision.array("deepstack_visual_indexes") or []
+    if not all(isinstance(index, int) and not isinstance(index, bool) for index in deepstack):
+        raise vision.fail("deepstack_visual_indexes", f"must list layer indexes (integers), got {deepstack!r:.60}")
     out = vision.optional_int("out_hidden_size") or text_hidden
     tokens = (vision.optional_int("default_output_length")
               or top.optional_int(("mm_tokens_per_image", "vision_soft_tokens_per_image")) or 0)
@@ -71,7 +76,9 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         position_embedding_size=vision.optional_int("position_embedding_size") or 0,
         channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiling=_tiling(top),
         text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "",
-        audio_params=tower_params.audio(top, text_hidden))
+        audio_params=tower_params.audio(top, text_hidden),
+        depth=vision.optional_int(("depth", "num_hidden_layers")) or 0,
+        num_heads=vision.optional_int(("num_heads", "num_attention_heads")) or 0, deepstack=tuple(deepstack))
 
 
 def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:

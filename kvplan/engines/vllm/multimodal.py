@@ -14,7 +14,20 @@ outputs in the encoder cache and their inputs on the GPU (its batched_dummy_mm_i
 dtype: multimodal/processing/context.py _postprocess_output), so both add to the decoder's peak; profile_run holds them
 so in 0.19.0, 0.20.0 and 0.22.0 too, as the v0.19 Gemma 3 logs confirm (tests/test_multimodal_v019.py). The tower's own run
 comes first and is freed; the profiled peak is the larger of the two phases (torch's allocated peak over the whole
-profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4 only."""
+profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4, Gemma 3
+(SigLIP), Qwen2.5-VL, Qwen3-VL / Qwen3.5 and Llama 4 (each Processor's tower_peak); not for Qwen2-VL or InternVL.
+
+How the vision towers' peaks are read (vLLM 0.33.0; 0.19.0's siglip.py, qwen2_5_vl.py, qwen3_vl.py and mllama4.py
+run the same forwards): profile_run calls embed_multimodal on the whole batch at once, eagerly
+(CompilationConfig.compile_mm_encoder False by default), under inference mode, so a tensor lives while a Python
+name or an nn.Module call's arguments hold it. Their MMEncoderAttention picks FLASH_ATTN on CUDA at SM 8.0 and
+above for head sizes that are multiples of 8 up to 256 (platforms/cuda.py get_vit_attn_backend,
+v1/attention/backends/flash_attn.py supports_head_size: SigLIP's 72, Qwen2.5-VL's 80, Qwen3-VL's 72, Llama 4's 88),
+and flash_attn_maxseqlen_wrapper (v1/attention/ops/vit_attn_wrappers.py) allocates only its output beside q, k, v:
+no S x S scores (nor does TORCH_SDPA's fused kernel). Its float32 log-sum-exp (heads x 4 B a patch, under 0.5 % of
+a patch's bytes) and the index tensors (cu_seqlens, window indexes: under 8 B a patch) are left out. Split over
+TP ('weights' mode) the qkv, attention and MLP intermediates are 1/TP a rank, the residual stream and each linear's
+output whole; under --mm-encoder-tp-mode data a rank runs its share of the batch whole (run_dp_sharded_*)."""
 
 from __future__ import annotations
 
@@ -77,9 +90,18 @@ class Processor:
         raise NotImplementedError
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None) -> int:
-        """The tower's own peak while it encodes the profile's batch (inputs included); 0 where not derived."""
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+        """The tower's own peak on one rank while it encodes the profile's batch (inputs included); 0 where not
+        derived. split: the TP ranks its layers are split over ('weights' mode; 1 where built whole); ranks: those
+        the batch is shared out over (--mm-encoder-tp-mode data; 1 otherwise)."""
         return 0
+
+
+def _share(count: int, ranks: int) -> int:
+    """The most items (or tiles) one rank encodes under --mm-encoder-tp-mode data: an even share rounded up
+    (vision.py run_dp_sharded_vision_model pads the batch to ranks x ceil(count / ranks); with items of one size
+    get_load_balance_assignment's greedy fill gives no rank more than that)."""
+    return -(-count // ranks)
 
 
 class Gemma3(Processor):
@@ -94,8 +116,30 @@ class Gemma3(Processor):
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
         tokens = tower.tokens_per_image or 256
-        # the dummy is one native-size image (get_image_size_with_most_features); num_patches stays on the CPU
-        return {"image": Item(tokens, tokens, tower.channels * tower.image_size ** 2)}
+        # the dummy is one native-size image (get_image_size_with_most_features); num_patches stays on the CPU;
+        # SigLIP encodes it as (image_size / patch_size)^2 patches (siglip.py SiglipVisionEmbeddings)
+        return {"image": Item(tokens, tokens, tower.channels * tower.image_size ** 2,
+                              patches=(tower.image_size // tower.patch_size) ** 2)}
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+        """gemma3_mm.py _process_image_input runs SiglipVisionModel (siglip.py) over the batch's N = batch x
+        patches patches, then the projector. SiglipVisionTransformer.forward keeps the patch embeddings
+        (hidden_states, and SiglipEncoder.forward's hidden_states_pool) through the encoder, and from the second
+        layer on SiglipEncoder's loop holds the layer's input beside them. In SiglipEncoderLayer.forward the
+        attention holds layer_norm1's output, qkv_proj's (3 x hidden / TP), the FlashAttention output (hidden /
+        TP) and out_proj's (hidden), added in place to the residual; the MLP holds the attention's sum (residual),
+        layer_norm2's output, and fc1's output (intermediate / TP) with its gelu (nn.GELU, out of place,
+        activation.py _get_gelu_pytorch_tanh), then the gelu and fc2's output (hidden). The widest of these,
+        in the model dtype, on the batch's pixel_values; the projector after it (avg-pooled to 256 rows an
+        image) holds less."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches):
+            return 0
+        hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
+        kept = 2 * hidden  # the patch embeddings and the layer's input
+        attention = kept + hidden + 3 * part + part + hidden
+        mlp = kept + 2 * hidden + max(2 * inner, inner + hidden)
+        return batch * item.pixels * dtype_bytes + batch * item.patches * max(attention, mlp) * dtype_bytes
 
 
 GEMMA4_SOFT_TOKENS = (70, 140, 280, 560, 1120)  # gemma4_mm.py _SUPPORTED_SOFT_TOKENS
@@ -176,7 +220,7 @@ class Gemma4(Processor):
         return Item(tokens, frames * embeds, frames * patches * values, frames * patches * 2 * INDEX, frames, patches)
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
         """gemma4_mm.py _process_image_input / _process_video_input with transformers' Gemma4VisionModel (5.10 to
         5.18; its F.embedding position lookup, not the F.one_hot that _encoder_chunk budgets for). The frames go
         through the tower in chunks of min(free // 2, total // 10) // (patches x 4 x position_embedding_size x 8)
@@ -219,8 +263,34 @@ class Llama4(Processor):
             raise KvplanError(f"max_patches must be a positive integer, got {tiles!r:.40}", "--mm-processor-kwargs")
         per_tile = (tower.image_size // tower.patch_size) ** 2 // tower.shuffle_factor
         tiles += 1 if tiles > 1 else 0
-        # pixel_values: one image_size square a tile (patches_per_image and aspect_ratios stay on the CPU)
-        return {"image": Item(tiles * per_tile, tiles * per_tile, tiles * tower.channels * tower.image_size ** 2)}
+        # pixel_values: one image_size square a tile (patches_per_image and aspect_ratios stay on the CPU); the
+        # tower encodes a tile as its (image_size / patch)^2 patches and a class token (Llama4VisionModel.forward)
+        return {"image": Item(tiles * per_tile, tiles * per_tile, tiles * tower.channels * tower.image_size ** 2,
+                              frames=tiles, patches=(tower.image_size // tower.patch_size) ** 2 + 1)}
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+        """mllama4.py encode_image_chunks runs Llama4VisionModel over the batch's tiles (under
+        --mm-encoder-tp-mode data each rank its share of them, run_dp_sharded_vision_model keeping a padded copy of
+        all the tiles' pixels beside the inputs). Llama4VisionModel.forward holds layernorm_pre's output, the
+        encoder's input, through the encoder, and from the second layer on Llama4VisionEncoder's loop holds the
+        layer's input beside it. The attention's widest moment is its rotary embedding
+        (rotary_embedding/llama4_vision_rope.py Llama4VisionRotaryEmbedding.forward_native): beside
+        input_layernorm's output and qkv_proj's (3 x hidden / TP) it holds float32 copies of q and k and their
+        complex64 products with the frequencies (4 x hidden / TP x 4 B) and the q and k it returns in the model
+        dtype (2 x hidden / TP); the FlashAttention call after it holds less. The MLP holds the layer's input,
+        the attention's sum, post_attention_layernorm's output, and fc1's output (intermediate / TP) with its
+        nn.GELU, then the gelu and fc2's output (hidden). The vision adapter's pixel shuffle and the projector
+        after it hold less."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches):
+            return 0
+        tiles = _share(batch * item.frames, ranks)
+        padded = tiles * ranks * (item.pixels // item.frames) * dtype_bytes if ranks > 1 else 0
+        hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
+        kept = 2 * hidden * dtype_bytes  # the encoder's input and the layer's input
+        attention = kept + (hidden + 3 * part + 2 * part) * dtype_bytes + 4 * part * 4
+        mlp = kept + (2 * hidden + max(2 * inner, inner + hidden)) * dtype_bytes
+        return batch * item.pixels * dtype_bytes + padded + tiles * item.patches * max(attention, mlp)
 
 
 # internvl.py ctx_video_token: the text model types whose video token InternVL looks up in the tokenizer; each of
@@ -305,6 +375,7 @@ QWEN_ASPECT = 200  # the most elongated grid get_image_size_with_most_features t
 # the Qwen-VL vision configs' defaults where config.json leaves them out (transformers Qwen2VLVisionConfig,
 # Qwen2_5_VLVisionConfig, Qwen3VLVisionConfig: spatial_merge_size 2, temporal_patch_size 2)
 QWEN_MERGE, QWEN_TEMPORAL = 2, 2
+QWEN_HEADS = 16  # num_heads where left out: Qwen2_5_VLVisionConfig's, Qwen3VLVisionConfig's and Qwen3_5VisionConfig's
 
 
 def _grid_tokens(max_pixels: int, unit: int) -> int:
@@ -363,9 +434,47 @@ class QwenVL(Processor):
         image, video = self.image_tokens(tower, kwargs), self.video_tokens(tower, kwargs, max_model_len)
         # pixel_values(_videos): merge^2 patches a token, channels x temporal_patch_size x patch^2 values a patch
         # (transformers Qwen2VLImageProcessor); image_grid_thw / video_grid_thw stay on the CPU
-        patch = (tower.merge_size or QWEN_MERGE) ** 2 * tower.channels * (
-            tower.temporal_patch_size or QWEN_TEMPORAL) * tower.patch_size ** 2
-        return {"image": Item(image, image, image * patch), "video": Item(video, video, video * patch)}
+        merge = (tower.merge_size or QWEN_MERGE) ** 2
+        patch = merge * tower.channels * (tower.temporal_patch_size or QWEN_TEMPORAL) * tower.patch_size ** 2
+        return {"image": Item(image, image, image * patch, patches=image * merge),
+                "video": Item(video, video, video * patch, patches=video * merge)}
+
+    @staticmethod
+    def _on_rank(item: Item, batch: int, dtype_bytes: int, ranks: int) -> tuple[int, int]:
+        """The patches one rank encodes and the inputs it holds: the batch's pixel values, and under
+        --mm-encoder-tp-mode data the copy of its share that run_dp_sharded_mrope_vision_model concatenates."""
+        items = _share(batch, ranks) if ranks > 1 else batch
+        inputs = batch * item.pixels * dtype_bytes + (items * item.pixels * dtype_bytes if ranks > 1 else 0)
+        return items * item.patches, inputs
+
+    @staticmethod
+    def _rotary(tower: VisionTower) -> int:
+        """The rotary cos and sin tables the tower keeps through its blocks: head_dim / 2 values a patch each
+        (rotary_pos_emb_thw / rot_pos_emb index get_cos_sin's cache, in the model dtype, by (h, w) position)."""
+        return tower.hidden_size // (tower.num_heads or QWEN_HEADS)
+
+
+class Qwen25VL(QwenVL):
+    """Qwen2.5-VL: Qwen2-VL's processor (QwenVL) before qwen2_5_vl.py's Qwen2_5_VisionTransformer."""
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+        """qwen2_5_vl.py _process_image_input / _process_video_input run Qwen2_5_VisionTransformer over all the
+        batch's patches (N = tokens x spatial_merge_size^2 an item). Through its blocks it keeps the rotary cos /
+        sin; each Qwen2_5_VisionBlock (window and full attention alike under FlashAttention) holds its input x
+        and norm1's output, and Qwen2_5_VisionAttention.forward qkv's output (3 x hidden / TP), the contiguous q,
+        k (2 x hidden / TP) and their rotated copy (ApplyRotaryEmb, vllm_flash_attn apply_rotary_emb, out of
+        place: 2 x hidden / TP), the FlashAttention output (hidden / TP) and proj's (hidden). norm2 (RMSNorm) adds
+        and normalises in place (kernels/vllm_c.py fused_add_rms_norm, inplace=True), so the MLP holds x and
+        x_attn, gate_up_proj's output (2 x intermediate / TP) while SiluAndMul's (intermediate / TP) and
+        down_proj's (hidden) are made. The merger after the blocks holds less."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches):
+            return 0
+        patches, inputs = self._on_rank(item, batch, dtype_bytes, ranks)
+        hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
+        attention = 2 * hidden + 3 * part + 2 * part + 2 * part + part + hidden
+        mlp = 2 * hidden + 2 * inner + inner + hidden
+        return inputs + patches * (max(attention, mlp) + self._rotary(tower)) * dtype_bytes
 
 
 class Qwen3VL(QwenVL):
@@ -380,6 +489,35 @@ class Qwen3VL(QwenVL):
         pixels = _pixels({"videos_kwargs": scoped(kwargs, "videos_kwargs")}, "videos_kwargs", self.video_pixels)
         return _grid_tokens(pixels // (tower.temporal_patch_size or QWEN_TEMPORAL), self.unit(tower))
 
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+        """qwen3_vl.py Qwen3_VisionTransformer.forward over all the batch's patches (N = tokens x
+        spatial_merge_size^2 an item; Qwen3.5's qwen3_5.py builds the same class). Through the blocks its
+        encoder_metadata keeps the interpolated position embeddings (pos_embeds, hidden a patch) and the rotary
+        cos / sin, and the deepstack mergers' outputs (out_hidden_size a merged token) pile up: at the last block
+        every deepstack_visual_indexes layer before it has left one. In Qwen3_VisionBlock.forward the tower's
+        loop holds the block's input throughout; the attention (Qwen2_5_VisionAttention, as Qwen2.5-VL's) holds
+        norm1's output, qkv's (3 x hidden / TP), the contiguous and the rotated q, k (2 x 2 x hidden / TP), the
+        FlashAttention output (hidden / TP) and proj's (hidden); the MLP holds the attention's sum, norm2's output
+        (LayerNorm), linear_fc1's output (intermediate / TP) with its activation, then the activation and
+        linear_fc2's output. After the blocks the merger (norm, linear_fc1 and its GELU at 4 x hidden a merged
+        token) and the torch.cat of its output with the deepstack outputs: whichever of these moments is widest."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches):
+            return 0
+        patches, inputs = self._on_rank(item, batch, dtype_bytes, ranks)
+        hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
+        merge = (tower.merge_size or QWEN_MERGE) ** 2
+        levels = len(tower.deepstack)
+        out = tower.output_width // (1 + levels)  # out_hidden_size
+        kept = hidden + self._rotary(tower)  # pos_embeds, cos / sin
+        before_last = sum(1 for index in tower.deepstack if index < tower.depth - 1)
+        attention = 2 * hidden + 3 * part + 4 * part + part + hidden
+        mlp = 3 * hidden + max(2 * inner, inner + hidden)
+        blocks = max(attention, mlp) + before_last * out // merge
+        merger = 2 * hidden + max(2 * part, part + out // merge) + levels * out // merge
+        concat = 2 * (1 + levels) * out // merge
+        return inputs + patches * (kept + max(blocks, merger, concat)) * dtype_bytes
+
 
 # vLLM's model registry (model_executor/models/registry.py) picks the processor by the config's architecture
 PROCESSORS: dict[str, Processor] = {
@@ -388,7 +526,7 @@ PROCESSORS: dict[str, Processor] = {
     "InternVLChatModel": InternVL(),
     "Llama4ForConditionalGeneration": Llama4(),
     "Qwen2VLForConditionalGeneration": QwenVL(),
-    "Qwen2_5_VLForConditionalGeneration": QwenVL(),
+    "Qwen2_5_VLForConditionalGeneration": Qwen25VL(),
     "Qwen3VLForConditionalGeneration": Qwen3VL(),
     "Qwen3VLMoeForConditionalGeneration": Qwen3VL(),
     "Qwen3_5ForConditionalGeneration": Qwen3VL(),
@@ -418,7 +556,8 @@ class EncoderProfile:
         if self.skipped:
             return (f"multimodal encoder: cache budget {self.budget:,} tokens; --skip-mm-profiling: no encoder run "
                     "in the profile (the peak is the text model's)")
-        tower = (f"the tower's own run peaks at {self.tower_bytes / GiB:.2f} GiB" if self.tower_bytes
+        tower = (f"the tower's own run peaks at {self.tower_bytes / GiB:.2f} GiB ({self.tower_bytes:,} B)"
+                 if self.tower_bytes
                  else "the tower's own run is not modelled for this family")
         return (f"multimodal encoder: cache budget {self.budget:,} tokens, profiled with {self.items} {self.modality} "
                 f"item(s) of {self.tokens_per_item:,} tokens; their outputs (and under Model Runner V1 their inputs) "
@@ -549,5 +688,9 @@ def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_nu
     held = batch * (held_rows(item, budget, release) * spec.tower.output_width * dtype_bytes + inputs)
     if dep.skip_mm_profiling:
         return EncoderProfile(budget, modality, batch, item.tokens, 0, True)
+    data = bool(tower_replicated(spec, dep))
+    tp = dep.tensor_parallel_size
+    split = 1 if data or processor.whole_tower else tp
     return EncoderProfile(budget, modality, batch, item.tokens, held, False,
-                          processor.tower_peak(spec.tower, item, batch, dtype_bytes, total_bytes, free_bytes))
+                          processor.tower_peak(spec.tower, item, batch, dtype_bytes, total_bytes, free_bytes,
+                                               split=split, ranks=tp if data else 1))
