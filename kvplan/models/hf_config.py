@@ -37,6 +37,7 @@ from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.plamo import is_plamo2_config, plamo2_layers
 from kvplan.models.rope import rope_tables
 from kvplan.models.shared_blocks import is_shared_block_config, shared_block_layers
+from kvplan.models.subconfigs import with_class_defaults
 from kvplan.models.towers import vision_tower
 from kvplan.models.unmodelled import note as unmodelled_note
 from kvplan.models.unmodelled import refusal, unread_keys
@@ -86,6 +87,8 @@ def language_fields(top: ConfigFields) -> ConfigFields:
     """The language-model part of a (possibly multimodal) config."""
     for key in NESTED_LANGUAGE_KEYS:
         nested = top.nested(key)
+        if nested is not None:
+            nested = with_class_defaults(nested, LAYER_KEYS)  # a sparse text_config: its class's defaults
         if nested is not None and (nested.first_key(LAYER_KEYS) or nested.has("layers_block_type")):
             return nested
     thinker = top.nested("thinker_config")
@@ -130,7 +133,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
 
     params = param_count.count(lm, top, param_count.Decoder(model_type, family, hidden, heads, vocab, intermediate,
                                                             layers, moe, tie))
-    if not params.exact and params.note:
+    if params.note:  # approximate, or (exact) what the engines' plans leave out of the towers
         notes.append(params.note)
     unread = unread_keys([((), top.data), (lm.path, lm.data)], accessed)
     if unread and not allow_unmodelled:

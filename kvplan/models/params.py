@@ -63,14 +63,14 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     if family.embedding_norm:
         embeddings += norm
     lm_head = 0 if tied else vocab * hidden + (vocab if family.lm_head_bias else 0)
-    vision, vision_exact = _vision(top, hidden)
+    vision, vision_note = _towers(top, hidden)
     total = embeddings + decoder + norm + hc_head + lm_head + vision + _attention_residuals(lm) * hidden
 
-    exact = family.exact and vision_exact
-    note = "" if exact else (
+    exact = family.exact and not vision_note
+    note = _audio_alone_note(top, vision) if exact else (
         f"parameter count approximate: the layout of model_type '{model_type}' was not checked against a "
-        "published count" if not family.exact else
-        "parameter count approximate: the vision tower's parameters are estimated")
+        "published count" + (f"; {vision_note}" if vision_note else "") if not family.exact else
+        f"parameter count approximate: {vision_note}")
     return ParamCount(total=total, exact=exact, note=note, embeddings=embeddings, lm_head=lm_head,
                       experts=experts, vision=vision, by_layer=tuple(by_layer))
 
@@ -452,11 +452,38 @@ def _dense_mlp(family: Family, hidden: int, size: int, bias: bool) -> int:
     return 2 * hidden * size + ((size + hidden) if bias else 0)
 
 
-def _vision(top: ConfigFields, text_hidden: int) -> tuple[int, bool]:
-    """The vision tower of a multimodal wrapper, with its projector into the language model."""
+# the sub-configs of an omni model's thinker whose towers are not counted (Qwen2.5-Omni, Qwen3-Omni: vLLM 0.33.0
+# qwen2_5_omni_thinker.py and qwen3_omni_moe_thinker.py build an audio and a vision tower from them)
+THINKER_TOWER_KEYS = ("audio_config", "vision_config")
+
+
+def _towers(top: ConfigFields, text_hidden: int) -> tuple[int, str]:
+    """The towers of a multimodal wrapper with their projectors into the language model, and what makes the count
+    approximate ("" where exact). An audio tower beside no vision tower (Qwen2-Audio) is counted on its own."""
     vision = top.nested("vision_config")
     if vision is None:
-        return 0, True
+        thinker = top.nested("thinker_config")
+        uncounted = [key for key in THINKER_TOWER_KEYS if thinker is not None and thinker.has(key)]
+        if uncounted:
+            return 0, (f"the thinker's towers ({', '.join(f'thinker_config.{key}' for key in uncounted)}) are "
+                       "not counted")
+        return tower_params.audio_alone(top, text_hidden), ""
+    count, exact = _vision(top, vision, text_hidden)
+    return count, "" if exact else "the vision tower's parameters are estimated"
+
+
+def _audio_alone_note(top: ConfigFields, towers: int) -> str:
+    """What an exact count of an audio tower beside no vision tower leaves to the engines' plans ("" otherwise)."""
+    if not towers or top.nested("vision_config") is not None:
+        return ""
+    return (f"audio tower counted ({towers:,} parameters, no vision tower): vLLM's encoder profiling run for "
+            f"audio items is not modelled, nor vLLM's layout of the tower ({tower_params.vllm_layout(top)}), so a "
+            "vLLM plan splits it over TP like the decoder")
+
+
+def _vision(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> tuple[int, bool]:
+    """The vision tower of a multimodal wrapper, with its projector into the language model (and an audio tower
+    beside it: tower_params.count)."""
     exact = tower_params.count(top, vision, text_hidden)
     if exact is not None:
         return exact, True

@@ -1,11 +1,13 @@
 """The towers counted module by module: each wrapper's model_type (config.json) names its tower's modules
-(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2.5-VL, Qwen3-VL and Kimi-K3 match a published
-count to the parameter; Gemma 4's vision and audio towers match their model card's ~550M and ~300M and bring the
-gemma-4-31b-it weights to 0.24 GiB under its vLLM log (engine-calibration Y13; 0.53 GiB before)."""
+(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2.5-VL, Qwen3-VL, Kimi-K3 and Qwen2-Audio's audio
+tower match a published count to the parameter; Gemma 4's vision and audio towers match their model card's ~550M
+and ~300M and bring the gemma-4-31b-it weights to 0.24 GiB under its vLLM log (engine-calibration Y13; 0.53 GiB
+before)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kvplan.models.fields import ConfigFields
 
@@ -84,6 +86,50 @@ def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
 CLIP_BOUNDS = 4  # Gemma4ClippableLinear's input_min, input_max, output_min, output_max: checkpoint scalars
 
 
+@dataclass(frozen=True)
+class EncoderShape:
+    """A vision encoder's sizes as its config gives them (the config class's defaults where it leaves them out):
+    what an engine needs to say which of the tower's modules it splits over TP."""
+
+    layers: int
+    hidden: int
+    inner: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    def layer_projections(self) -> int:
+        """One encoder layer's q, k, v and o projections and its gated MLP (gate, up, down), weights only."""
+        return (2 * self.hidden * self.heads * self.head_dim + 2 * self.hidden * self.kv_heads * self.head_dim
+                + 3 * self.hidden * self.inner)
+
+
+@dataclass(frozen=True)
+class AudioShape:
+    """Gemma 4's audio encoder sizes (Gemma4AudioConfig's defaults where the config leaves them out)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    channels: tuple[int, int]  # subsampling_conv_channels: the two Conv2d's output channels
+    conv_kernel: int
+    output_dims: int
+    clipped: bool  # use_clipped_linears
+
+    @property
+    def subsampled(self) -> int:
+        """input_proj_linear's input width: c0 // 4 x c1 (the two stride-2 convs over 128 mel bins, as
+        transformers' Gemma4AudioSubSampleConvProjection lays them out)."""
+        return self.channels[0] // 4 * self.channels[1]
+
+
+def gemma4_vision_shape(vision: ConfigFields) -> EncoderShape:
+    """Gemma4VisionConfig's sizes (transformers configuration_gemma4.py defaults where left out)."""
+    return EncoderShape(vision.integer("num_hidden_layers", 16), vision.integer("hidden_size", 768),
+                        vision.integer("intermediate_size", 3072), vision.integer("num_attention_heads", 12),
+                        vision.integer("num_key_value_heads", 12), vision.integer("head_dim", 64))
+
+
 def gemma4_vision(vision: ConfigFields, text_hidden: int) -> int:
     """Gemma 4's vision tower and its embedder, as vLLM 0.33.0 gemma4_mm.py builds them
     (AutoModel.from_config(vision_config): transformers 5.16-5.20 modeling_gemma4.py Gemma4VisionModel; embed_vision
@@ -94,15 +140,24 @@ def gemma4_vision(vision: ConfigFields, text_hidden: int) -> int:
     use_clipped_linears; with standardize the std_bias and std_scale buffers (hidden each, in the checkpoint);
     the pooler has none. embed_vision: a weightless RMSNorm and hidden -> the text width. Defaults are
     Gemma4VisionConfig's."""
-    hidden, inner = vision.integer("hidden_size", 768), vision.integer("intermediate_size", 3072)
-    heads, kv_heads = vision.integer("num_attention_heads", 12), vision.integer("num_key_value_heads", 12)
-    head, patch = vision.integer("head_dim", 64), vision.integer("patch_size", 16)
+    shape, patch = gemma4_vision_shape(vision), vision.integer("patch_size", 16)
+    hidden = shape.hidden
     embedder = 3 * patch * patch * hidden + 2 * vision.integer("position_embedding_size", 10 * 1024) * hidden
-    attention = 2 * hidden * heads * head + 2 * hidden * kv_heads * head + 2 * head
     clips = 7 * CLIP_BOUNDS if vision.flag("use_clipped_linears", False) else 0
-    layer = attention + 3 * hidden * inner + 4 * hidden + clips
+    layer = shape.layer_projections() + 2 * shape.head_dim + 4 * hidden + clips
     standardize = 2 * hidden if vision.flag("standardize", False) else 0
-    return embedder + vision.integer("num_hidden_layers", 16) * layer + standardize + hidden * text_hidden
+    return embedder + shape.layers * layer + standardize + hidden * text_hidden
+
+
+def gemma4_audio_shape(audio: ConfigFields) -> AudioShape:
+    """Gemma4AudioConfig's sizes (transformers configuration_gemma4.py defaults where left out)."""
+    channels = audio.array("subsampling_conv_channels") or [128, 32]
+    if len(channels) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in channels):
+        raise audio.fail("subsampling_conv_channels", "must be two positive integers")
+    return AudioShape(audio.integer("num_hidden_layers", 12), audio.integer("hidden_size", 1024),
+                      audio.integer("num_attention_heads", 8), (channels[0], channels[1]),
+                      audio.integer("conv_kernel_size", 5), audio.integer("output_proj_dims", 1536),
+                      audio.flag("use_clipped_linears", True))
 
 
 def gemma4_audio(audio: ConfigFields, text_hidden: int) -> int:
@@ -118,27 +173,63 @@ def gemma4_audio(audio: ConfigFields, text_hidden: int) -> int:
     use_clipped_linears each of the ten ClippableLinears a layer holds stores four clipping scalars; then
     output_proj hidden -> output_proj_dims with a bias. embed_audio: a weightless RMSNorm and
     output_proj_dims -> the text width. The relative-position table and softcap are non-persistent buffers."""
-    hidden = audio.integer("hidden_size", 1024)
-    heads = audio.integer("num_attention_heads", 8)
+    shape = gemma4_audio_shape(audio)
+    hidden, heads, out = shape.hidden, shape.heads, shape.output_dims
     width = heads * (hidden // heads)
-    channels = audio.array("subsampling_conv_channels") or [128, 32]
-    if len(channels) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in channels):
-        raise audio.fail("subsampling_conv_channels", "must be two positive integers")
-    first, second = channels
-    out = audio.integer("output_proj_dims", 1536)
-    subsample = 9 * first + first + 9 * first * second + second + first // 4 * second * hidden
+    first, second = shape.channels
+    subsample = 9 * first + first + 9 * first * second + second + shape.subsampled * hidden
     feed_forward = 2 * 4 * hidden * hidden + 2 * hidden
     attention = 4 * hidden * width + hidden * hidden + hidden // heads
-    light_conv = 3 * hidden * hidden + audio.integer("conv_kernel_size", 5) * hidden + 2 * hidden
-    clips = 10 * CLIP_BOUNDS if audio.flag("use_clipped_linears", True) else 0
+    light_conv = 3 * hidden * hidden + shape.conv_kernel * hidden + 2 * hidden
+    clips = 10 * CLIP_BOUNDS if shape.clipped else 0
     layer = 2 * feed_forward + attention + light_conv + 3 * hidden + clips
-    return subsample + audio.integer("num_hidden_layers", 12) * layer + hidden * out + out + out * text_hidden
+    return subsample + shape.layers * layer + hidden * out + out + out * text_hidden
+
+
+def qwen2_audio(audio: ConfigFields, text_hidden: int) -> int:
+    """Qwen2-Audio's audio tower and projector, module by module as vLLM 0.33.0 qwen2_audio.py builds them
+    (Qwen2AudioForConditionalGeneration: transformers' Qwen2AudioEncoder from audio_config, and
+    Qwen2AudioMultiModalProjector, an nn.Linear d_model -> the text width with a bias; SGLang 0.5.23
+    srt/models/qwen2_audio.py builds the same two): conv1 (num_mel_bins -> d_model, 3 taps) and conv2 (d_model ->
+    d_model, 3 taps, stride 2), each with a bias; the learned embed_positions table of max_source_positions x
+    d_model; per encoder layer (a Whisper layer) q, v and out_proj with biases and k_proj without,
+    self_attn_layer_norm, fc1 (d_model -> encoder_ffn_dim) and fc2 back with biases and final_layer_norm, the two
+    LayerNorms with weight and bias; a closing layer_norm; the average pooler has none. Defaults are
+    Qwen2AudioEncoderConfig's. Qwen2-Audio-7B: 642,215,936, which with the Qwen2 text model's 7,754,878,976 is the
+    8,397,094,912 its safetensors index gives (tests/test_audio_towers_issue20.py)."""
+    width, inner = audio.integer("d_model", 1280), audio.integer("encoder_ffn_dim", 5120)
+    convs = _linear(audio.integer("num_mel_bins", 128) * 3, width) + _linear(width * 3, width)
+    positions = audio.integer("max_source_positions", 1500) * width
+    layer = 3 * _linear(width, width) + width * width + _linear(width, inner) + _linear(inner, width) + 4 * width
+    return convs + positions + audio.integer("encoder_layers", 32) * layer + 2 * width + _linear(width, text_hidden)
 
 
 TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
     "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d, "gemma4": gemma4_vision,
 }
-AUDIO_TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {"gemma4": gemma4_audio}
+VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": gemma4_vision_shape}
+
+
+class AudioRule:
+    """How a wrapper (its model_type) counts its audio tower with the projector into the language model."""
+
+    def __init__(self, params: Callable[[ConfigFields, int], int], vision_required: str = "",
+                 shape: Callable[[ConfigFields], AudioShape] | None = None, vllm_layout: str = "") -> None:
+        self.params = params
+        self.vllm_layout = vllm_layout  # how vLLM places the tower over TP ranks, where kvplan's vLLM plan does not
+        self.shape = shape  # the encoder's sizes, where an engine rule needs them (towers.VisionTower.audio)
+        # where the engines build the vision tower from vision_config whatever the config holds: a config with an
+        # audio_config and no vision_config does not load there, so it is refused (the reason)
+        self.vision_required = vision_required
+
+
+AUDIO_TOWERS: dict[str, AudioRule] = {
+    "gemma4": AudioRule(gemma4_audio, "vLLM 0.33.0 and SGLang 0.5.23 gemma4_mm.py build the vision tower from "
+                                      "vision_config whatever the config holds, so neither loads a Gemma 4 "
+                                      "config without one", gemma4_audio_shape),
+    "qwen2_audio": AudioRule(qwen2_audio, vllm_layout="whole on each TP rank: 0.33.0 qwen2_audio.py builds "
+                                                     "transformers' Qwen2AudioEncoder and an nn.Linear projector"),
+}
 
 
 def count(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | None:
@@ -158,4 +249,27 @@ def audio(top: ConfigFields, text_hidden: int) -> int:
     rule = AUDIO_TOWERS.get(top.text("model_type") or "")
     if rule is None:
         raise top.fail("audio_config", "is of a wrapper whose audio tower kvplan does not count")
-    return rule(config, text_hidden)
+    return rule.params(config, text_hidden)
+
+
+def vllm_layout(top: ConfigFields) -> str:
+    rule = AUDIO_TOWERS.get(top.text("model_type") or "")
+    return rule.vllm_layout if rule is not None and rule.vllm_layout else "not read"
+
+
+def audio_alone(top: ConfigFields, text_hidden: int) -> int:
+    """The audio tower of a wrapper without a vision_config (Qwen2-Audio), counted on its own; a wrapper whose
+    engines need the vision tower too is refused (AudioRule.vision_required)."""
+    rule = AUDIO_TOWERS.get(top.text("model_type") or "")
+    if top.nested("audio_config") is not None and rule is not None and rule.vision_required:
+        raise top.fail("vision_config", f"is missing beside audio_config: {rule.vision_required}")
+    return audio(top, text_hidden)
+
+
+def shapes(top: ConfigFields) -> tuple[EncoderShape | None, AudioShape | None]:
+    """The vision and audio encoders' sizes, where the wrapper's rules read them (Gemma 4), else None."""
+    vision, audio_config = top.nested("vision_config"), top.nested("audio_config")
+    vision_rule = VISION_SHAPES.get(top.text("model_type") or "")
+    audio_rule = AUDIO_TOWERS.get(top.text("model_type") or "")
+    return (vision_rule(vision) if vision is not None and vision_rule else None,
+            audio_rule.shape(audio_config) if audio_config is not None and audio_rule and audio_rule.shape else None)
