@@ -48,6 +48,9 @@ class VisionTower:
     depth: int = 0  # the tower's encoder layers (depth, num_hidden_layers), 0 where the config leaves them out
     num_heads: int = 0  # its attention heads (num_heads, num_attention_heads), 0 where left out
     deepstack: tuple[int, ...] = ()  # deepstack_visual_indexes: the layers whose outputs feed the text model too
+    # the encoders' sizes where the wrapper's rules read them (tower_params.shapes: Gemma 4), None elsewhere
+    encoder: tower_params.EncoderShape | None = None
+    audio: tower_params.AudioShape | None = None
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -59,6 +62,7 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
     if not all(isinstance(index, int) and not isinstance(index, bool) for index in deepstack):
         raise vision.fail("deepstack_visual_indexes", f"must list layer indexes (integers), got {deepstack!r:.60}")
     out = vision.optional_int("out_hidden_size") or text_hidden
+    shapes = tower_params.shapes(top)
     tokens = (vision.optional_int("default_output_length")
               or top.optional_int(("mm_tokens_per_image", "vision_soft_tokens_per_image")) or 0)
     return VisionTower(
@@ -78,7 +82,8 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         text_type=(top.nested("llm_config") or top.nested("text_config") or top).text("model_type") or "",
         audio_params=tower_params.audio(top, text_hidden),
         depth=vision.optional_int(("depth", "num_hidden_layers")) or 0,
-        num_heads=vision.optional_int(("num_heads", "num_attention_heads")) or 0, deepstack=tuple(deepstack))
+        num_heads=vision.optional_int(("num_heads", "num_attention_heads")) or 0, deepstack=tuple(deepstack),
+        encoder=shapes[0], audio=shapes[1])
 
 
 def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:

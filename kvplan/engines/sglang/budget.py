@@ -21,11 +21,14 @@ replays of real logs land a few tens of MiB above the logged pool (docs/calibrat
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvplan.capacity import PoolLayout, SplitPools, TokenPool, pool_layouts
 from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
-from kvplan.engines.sglang import compressed, speculative
+from kvplan.engines.common import Stage
+from kvplan.engines.sglang import compressed, speculative, towers
 from kvplan.engines.sglang.backend import aiter_default, prefill_graphs_captured, uses_mla
 from kvplan.engines.sglang.defaults import (
     AITER_ABOVE_CONTEXT,
@@ -239,11 +242,16 @@ class Sglang(PoolRules):
         return super().served_layers(target, settings, speculative.target_layers(target, settings, layers),
                                      model_bytes)
 
+    def stage_facts(self, stage: Stage) -> dict[str, Any]:
+        return {"first": stage.first}  # the towers' layout over TP (towers.stage_extra_bytes)
+
     def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
-                     last: bool) -> Memory:
+                     last: bool, first: bool = True) -> Memory:
         dep, total = target.deployment, target.gpu.memory_bytes
         if last and dep.weights_memory_bytes is None and speculative.outside_pool(target):
             weights_bytes -= speculative.draft_share(target, settings)[1]  # loaded after the pool is sized
+        if dep.weights_memory_bytes is None:
+            weights_bytes += towers.stage_extra_bytes(target, first)
         moved = offloaded_weights(target.spec, dep, decoder_layers,
                                   dtype_bytes(common.model_dtype(target.spec, dep, target.gpu)[0]))
         if moved and dep.weights_memory_bytes is None:
@@ -376,7 +384,8 @@ class Sglang(PoolRules):
     def _stage_pool_bytes(self, target: PlanInput, settings: EngineSettings, stage: int) -> int:
         """The KV pool bytes of one pipeline stage, as stage_memory sizes it."""
         found = common.prepare(target, True, settings, self).stages[stage]
-        return self.stage_memory(target, settings, found.weights_bytes, found.decoder_layers, found.last).kv_cache_bytes
+        return self.stage_memory(target, settings, found.weights_bytes, found.decoder_layers, found.last,
+                                 **self.stage_facts(found)).kv_cache_bytes
 
     def _pool_tokens(self, target: PlanInput, settings: EngineSettings, memory: Memory) -> int:
         """max_total_num_tokens as build_plan sizes it (the full-attention pool's of a hybrid-SWA model)."""
@@ -412,6 +421,9 @@ class Sglang(PoolRules):
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
         dep = target.deployment
+        tower_note = towers.note(target)
+        if tower_note:
+            notes.append(tower_note)
         if target.spec.params.vision:
             notes.append(f"multimodal model: {MULTIMODAL_RESERVATION_BYTES // MiB} MiB of the KV budget kept for "
                          "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
