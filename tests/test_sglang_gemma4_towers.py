@@ -90,3 +90,10 @@ def test_qwen2_audio_tower_whole_on_each_rank(tmp_path):
     path = FIXTURES / "audio" / "qwen2-audio-7b-instruct.json"
     assert _weights(path, 2) == 7_754_878_976 * 2 // 2 + 642_215_936 * 2
     assert _weights(path, 1) == (7_754_878_976 + 642_215_936) * 2
+    # no vision_config: arg_groups/memory_hook.py adjust_mem_fraction_for_vlm leaves the default fraction as it is,
+    # so the plan does not say a vision tower's lowering was left out
+    gpu = find_gpu("h100")
+    plan = plan_deployment(read_local(path), Deployment(engine="sglang", gpu=gpu.id, max_model_len=8192),
+                           GpuChoice.of(gpu, 1))
+    assert not any(note.startswith("vision tower:") for note in plan.notes)
+    assert any(note.startswith("multimodal model: 100 MiB") for note in plan.notes)

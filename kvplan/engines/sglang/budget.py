@@ -417,7 +417,9 @@ class Sglang(PoolRules):
                          common.model_dtype(target.spec, target.deployment, target.gpu)[0])
         if lora:
             notes.append(lora_note(lora, target.spec.num_layers // target.deployment.pipeline_parallel_size))
-        if not given and target.spec.params.vision and _vision_tower(target) is None:
+        # arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (0.5.23) returns the fraction as it is where the
+        # config has no vision_config (an audio tower alone: Qwen2-Audio)
+        if not given and target.spec.tower is not None and _vision_tower(target) is None:
             notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
                          "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
         dep = target.deployment
