@@ -212,6 +212,8 @@ def test_vllm_serves_fp8_ds_mla_and_refuses_the_rest():
 
 def test_other_engines_refuse_by_name():
     # SGLang 0.5.23 builds pools of its own (tests/test_deepseek_v4_sglang.py); TensorRT-LLM's DeepseekV4CacheManager
-    # is planned (tests/test_trtllm_deepseek_v4.py), an FP8 cache on SM 90 refused by name
+    # is planned (tests/test_trtllm_deepseek_v4.py, an FP8 cache on SM 90 with its workspace reserve in
+    # tests/test_issue22_trtllm_fp8_sm90.py), SM 120/121 refused by name (fp8_ds_mla rows there)
     with pytest.raises(KvplanError, match="DeepSeek-V4 on TensorRT-LLM is not modelled"):
-        kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", kv_cache_dtype="fp8")
+        kvplan.estimate(str(FLASH), gpu="rtx-pro-6000-blackwell", tensor_parallel_size=8, engine="trtllm",
+                        kv_cache_memory_bytes=GIB40)

@@ -1,4 +1,4 @@
-"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (planned on its own cache manager; FP8 on SM 90 refused),
+"""Issue 22's leftovers: TensorRT-LLM's DeepSeek-V4 (planned on its own cache manager; SM 120/121 refused),
 MiMo-V2-Flash's MTP layer, Kimi-K3's vision tower."""
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ def test_trtllm_plans_deepseek_v4_on_its_cache_manager():
 
 
 def test_trtllm_refusal_is_one_line_exit_2(capsys):
-    # what stays refused: an FP8 KV cache on SM 90, whose context-MLA workspace reserve is not derived
-    code, out, err = run_cli(capsys, "estimate", "--model", str(FLASH), "--gpu", "h200", "--engine", "trtllm",
-                             "--tp-size", "8", "--kv-cache-dtype", "fp8")
+    # what stays refused: SM 120/121, where TrtllmAttention requires kv_cache_config.dtype fp8_ds_mla (an FP8 cache on
+    # SM 90 now plans its context-MLA workspace reserve: tests/test_issue22_trtllm_fp8_sm90.py)
+    code, out, err = run_cli(capsys, "estimate", "--model", str(FLASH), "--gpu", "rtx-pro-6000-blackwell",
+                             "--engine", "trtllm", "--tp-size", "8", "--kv-cache-memory", "40GiB")
     assert code == 2
     assert "DeepSeek-V4 on TensorRT-LLM is not modelled" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -432,8 +432,8 @@ class TensorRtLlm(PoolRules):
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
         if deepseek_v4.applies(target.spec.layers):  # KVCacheManagerV2's byte quota (trtllm/deepseek_v4.py)
             deepseek_v4.check_deployment(target)
-            pool = deepseek_v4.quota(target, available, deepseek_v4.fp8_rows(dep.kv_cache_dtype,
-                                                                             settings.auto_kv_cache_dtype))
+            pool = deepseek_v4.quota(target, settings, available,
+                                     deepseek_v4.fp8_rows(dep.kv_cache_dtype, settings.auto_kv_cache_dtype))
         free = gpu.memory_bytes - used
         return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
                       non_torch_bytes=outside_torch, cuda_graph_bytes=graphs,
@@ -485,7 +485,8 @@ class TensorRtLlm(PoolRules):
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
         if deepseek_v4.applies(target.spec.layers):  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
             share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
-            notes = [deepseek_v4.quota_note(target, self._dsv4(target, settings), share)]
+            fp8_kv = deepseek_v4.fp8_rows(target.deployment.kv_cache_dtype, settings.auto_kv_cache_dtype)
+            notes = [deepseek_v4.quota_note(target, settings, self._dsv4(target, settings), share, fp8_kv)]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:

@@ -35,14 +35,16 @@ kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend onl
   backends inherit: 0 without an FP8 KV cache (the NVFP4 term is DSA's only), 0 with one on SM 100/103/107 where
   DeepSeek-V4 runs sparse MLA from the paged cache (TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset), else
   heads / TP x (qk_rope + qk_nope + v_head_dim) B (cpp attentionOp.cpp contextMlaWorkspaceBytesPerToken). So a
-  BF16 cache, or FP8 on Blackwell, reserves nothing and the quota is the share;
+  BF16 cache, or FP8 on Blackwell, reserves nothing and the quota is the share; an FP8 cache on SM 90 reserves
+  (Workspace: the head dims from TensorRT-LLM's own DeepseekV4Config, k from the manager's per-token bytes), which
+  kvplan plans under TensorRT-LLM's defaults, block reuse on and chunked prefill off (it reads neither knob for
+  TensorRT-LLM; either one changed leaves no reserve);
 - TrtllmAttention.__init__ refuses DeepSeek-V4 on SM 120/121 unless the KV dtype is fp8_ds_mla.
 
-Not modelled, refused by name: an FP8 KV cache on SM 90 under the defaults, block reuse on and chunked prefill off
-(kvplan reads neither for TensorRT-LLM; its reserve needs the qk_nope_head_dim and v_head_dim TensorRT-LLM's
-DeepSeek-V4 config carries, not read here), SM 120/121 (fp8_ds_mla rows), MTP (it widens every window and appends
-ratios), pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across
-ranks in tokens, which can only lower it; kvplan keeps the bytes.
+Not modelled, refused by name: SM 120/121 (fp8_ds_mla rows), MTP (it widens every window and appends ratios),
+pipeline parallelism and attention DP. The newest kv_cache_manager_v2.py also re-syncs the quota across ranks in
+tokens, which can only lower it; kvplan keeps the bytes. The scheduler's admission cap that the reserve carries
+(reserve / w tokens of summed attended context KV a step) limits prefills, not the pools, and is not modelled.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from kvplan.engines.base import PlanInput
 from kvplan.errors import KvplanError
 from kvplan.models.compressed_attention import CompressedSparseAttention, PackedCache, unsupported_ratio
 from kvplan.models.layers import Layer, has_compressed_attention
+from kvplan.plan import EngineSettings
 from kvplan.units import GiB, cdiv
 
 # where none is given: the manager takes 128 or 256 only, and 128 is the default TensorRT-LLM's DeepSeek-V4 example
@@ -69,6 +72,10 @@ INDEXER_QUANT_BLOCK, INDEXER_SCALE_BYTES = 128, 4  # indexer_k_dtype fp8: an fp3
 GPU_PAGE = 2 << 20  # cache_tier_granularity's page; at most 2 MiB << 4
 MAX_PAGE_SHIFT = 4
 REFUSED = "DeepSeek-V4 on TensorRT-LLM is not modelled"
+# configs/deepseekv4.py@17371747 DeepseekV4Config's qk_nope_head_dim default (a DeepSeek-V4 checkpoint names none;
+# DeepseekV4Attention asserts its kv_lora_rank 448 beside it)
+QK_NOPE_HEAD_DIM = 448
+FP8_ROW_BYTES = 1  # the only rows a workspace is reserved for
 SPARSE_MLA_SMS = ("10.0", "10.3", "10.7")  # useSparseMLA: TRTLLM-gen kernels read K/V from the paged cache
 FP8_DS_MLA_SMS = ("12.0", "12.1")
 ROWS_NOTE = ("its rows are head_dim x the KV dtype (BF16 under auto unless the checkpoint names an FP8 KV cache), "
@@ -297,24 +304,68 @@ def fp8_rows(kv_cache_dtype: str, checkpoint_dtype: str | None) -> bool:
     return kv_cache_dtype in ("fp8", "fp8_e4m3") or (kv_cache_dtype == "auto" and checkpoint_dtype == "fp8_e4m3")
 
 
-def workspace_reserved(target: PlanInput, fp8_kv: bool) -> bool:
-    """Whether KvCacheCreator reserves a context-MLA workspace from the share: a backend rate w above 0 (an FP8 KV
-    cache off SM 100-107's sparse path) and an L_cap, which TensorRT-LLM's defaults give (block reuse on, chunked
-    prefill off; kvplan reads neither knob for TensorRT-LLM)."""
-    return fp8_kv and target.gpu.compute_capability not in SPARSE_MLA_SMS
+@dataclass(frozen=True)
+class Workspace:
+    """The context-MLA workspace KvCacheCreator.configure_kv_cache_capacity (_util.py@00043967) reserves from the
+    free memory's share for an FP8 cache off SM 100-107's sparse path, with block reuse on and chunked prefill off
+    (TensorRT-LLM's defaults; kvplan reads neither knob for TensorRT-LLM):
+    - rate, w: TrtllmAttention.runtime_workspace_bytes_per_token (trtllm.py@017aa0ca) -> AttentionOp::
+      contextMlaWorkspaceBytesPerToken (cpp attentionOp.cpp, read_file id 57623691929): heads / TP x (qk_rope +
+      qk_nope + v_head_dim) fp8 bytes. DeepSeek-V4's are the in-tree config's (_torch/configs/__init__.py@00b6d5a2
+      registers configs/deepseekv4.py@17371747 DeepseekV4Config for model_type deepseek_v4, which
+      config_utils.py@00679c66 load_pretrained_config reaches through AutoConfig): qk_rope_head_dim as the checkpoint
+      gives it, v_head_dim from its head_dim (the class takes head_dim as v_head_dim's alias) and qk_nope_head_dim
+      the class default, QK_NOPE_HEAD_DIM, which the checkpoint does not name; modeling_deepseekv4.py@02586bf0
+      DeepseekV4Attention passes those three to MLA;
+    - manager, k: _get_kv_size_per_token().slope, DeepseekV4CacheManager.get_cache_size_per_token
+      (cache_manager.py@015279e0 _estimate_bytes_per_token): every layer's buffers, a token's bytes each, the
+      compressed ones over their ratio (floor), as layer_buffers gives them for a one-token block;
+    - cap, L_cap: get_mla_context_workspace_kv_len_cap, min(max_batch_size, max_num_tokens) x max_seq_len (no
+      fp8_context_mla_kv_len_cap override read);
+    - get_mla_context_workspace_reserve: min(w x L_cap, share x w / (k + w))."""
+
+    rate: int
+    manager: int
+    cap: int
+
+    @classmethod
+    def of(cls, target: PlanInput, settings: EngineSettings, fp8_kv: bool) -> Workspace | None:
+        """None where TrtllmAttention declares no rate: no FP8 cache, or SM 100/103/107 (useSparseMLA: K/V read
+        from the paged cache, TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset)."""
+        if not fp8_kv or target.gpu.compute_capability in SPARSE_MLA_SMS:
+            return None
+        layers = [layer for layer in target.spec.layers if isinstance(layer, CompressedSparseAttention)]
+        first = layers[0]
+        heads = target.spec.num_attention_heads // target.deployment.tensor_parallel_size
+        rate = heads * (first.rope_dim + QK_NOPE_HEAD_DIM + first.latent_dim)
+        manager = sum(size for layer in layers for _, size in layer_buffers(layer, 1, FP8_ROW_BYTES))
+        cap = min(settings.max_num_seqs or 0, settings.max_num_batched_tokens or 0) * settings.max_model_len
+        return cls(rate, manager, cap)
+
+    def reserve(self, share: int) -> int:
+        """The bytes reserved from a share: w x L_cap, or where that is more, what leaves the pool
+        share x k / (k + w) (the reserve's share x w / (k + w), floored as int(share - reserve) floors it)."""
+        if self.rate * self.cap * (self.manager + self.rate) <= share * self.rate:
+            return self.rate * self.cap
+        return share - share * self.manager // (self.manager + self.rate)
+
+    def describe(self) -> str:
+        return (f"it is the free memory's share less KvCacheCreator's context-MLA workspace reserve, min(w x L_cap, "
+                f"share x w / (k + w)) (an FP8 cache off SM 100-107's sparse path, block reuse on and chunked prefill "
+                f"off: TensorRT-LLM's defaults, kvplan reads neither knob here): w = {self.rate:,} B a token, "
+                f"heads / TP x (qk_rope + qk_nope {QK_NOPE_HEAD_DIM} + v_head_dim); k = {self.manager:,} B a token "
+                f"(DeepseekV4CacheManager.get_cache_size_per_token); L_cap = {self.cap:,} tokens")
 
 
-def quota(target: PlanInput, available: int, fp8_kv: bool) -> int:
-    """The GPU quota KVCacheManagerV2 takes: the free memory's share less the context-MLA workspace reserve (none
-    where workspace_reserved is false), or max_gpu_total_bytes where smaller (KvCacheCreator keeps the smaller; 0 B
-    counts as none given, its `> 0` test). Without a GPU the bytes given are the quota."""
+def quota(target: PlanInput, settings: EngineSettings, available: int, fp8_kv: bool) -> int:
+    """The GPU quota KVCacheManagerV2 takes: the free memory's share less the context-MLA workspace reserve
+    (Workspace; none where TrtllmAttention declares no rate), or max_gpu_total_bytes where smaller (KvCacheCreator
+    keeps the smaller; 0 B counts as none given, its `> 0` test). Without a GPU the bytes given are the quota."""
     given = target.deployment.kv_cache_memory_bytes or None
-    if target.gpu.memory_bytes and workspace_reserved(target, fp8_kv):
-        raise KvplanError(f"{REFUSED} with an FP8 KV cache on compute capability {target.gpu.compute_capability} "
-                          "(block reuse on and chunked prefill off, the defaults): KvCacheCreator then reserves a "
-                          "context-MLA workspace of heads x (qk_rope + qk_nope + v_head_dim) B per attended token, "
-                          "and the head dims TensorRT-LLM's DeepSeek-V4 config gives are not read")
     share = available if target.gpu.memory_bytes or given is None else given
+    workspace = Workspace.of(target, settings, fp8_kv) if target.gpu.memory_bytes else None
+    if workspace is not None:
+        share -= workspace.reserve(share)
     kv_quota = share if given is None else min(given, share)
     if kv_quota <= 0:
         raise KvplanError(f"{REFUSED} without KV memory: the free memory's share is {share:,} B; give a GPU or "
@@ -322,14 +373,16 @@ def quota(target: PlanInput, available: int, fp8_kv: bool) -> int:
     return kv_quota
 
 
-def quota_note(target: PlanInput, pools: Dsv4Pools, share: str) -> str:
+def quota_note(target: PlanInput, settings: EngineSettings, pools: Dsv4Pools, share: str, fp8_kv: bool) -> str:
     given, kv_quota = target.deployment.kv_cache_memory_bytes, pools.quota
     source = "--kv-cache-memory" if given and given <= kv_quota else share
     raised = f" (the pools hold {pools.total:,} B: StorageManager's minimum slots take more)" if pools.raised else ""
+    workspace = Workspace.of(target, settings, fp8_kv) if target.gpu.memory_bytes else None
+    reserved = (workspace.describe() if workspace is not None else
+                "KvCacheCreator reserves no context-MLA workspace from the share here (it does for an FP8 cache on "
+                "SM 90 with block reuse and no chunked prefill)")
     return (f"{source} ({kv_quota:,} B) is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes){raised}, "
-            "shared between DeepseekV4CacheManager's pool groups; KvCacheCreator reserves no context-MLA workspace "
-            "from the share here (it does for an FP8 cache on SM 90 with block reuse and no chunked prefill); "
-            f"{ROWS_NOTE}")
+            f"shared between DeepseekV4CacheManager's pool groups; {reserved}; {ROWS_NOTE}")
 
 
 def plan_pools(target: PlanInput, kv_quota: int, block: int, kv_bytes: int, max_batch_size: int,
