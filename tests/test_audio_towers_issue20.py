@@ -101,3 +101,11 @@ def test_uncounted_audio_wrapper_is_still_refused():
     # Gemma 3n's USM audio tower beside its MobileNet vision tower is not counted: refused, never left out
     with pytest.raises(KvplanError, match="audio_config"):
         audio_alone(ConfigFields({"model_type": "gemma3n", "audio_config": {}}, "t"), 2048)
+
+
+def test_towers_under_other_sub_config_names_are_named_not_counted():
+    # Granite Speech: vLLM 0.33.0 granite_speech.py builds GraniteSpeechCTCEncoder(config.encoder_config) and a
+    # Q-Former projector from config.projector_config; neither is counted, and the count says so
+    spec = read_local(FIXTURES / "granite-speech-upstream-shape.json")
+    assert spec.params.vision == 0 and not spec.params.exact
+    assert any("the towers of encoder_config, projector_config are not counted" in note for note in spec.notes)

@@ -455,6 +455,11 @@ def _dense_mlp(family: Family, hidden: int, size: int, bias: bool) -> int:
 # the sub-configs of an omni model's thinker whose towers are not counted (Qwen2.5-Omni, Qwen3-Omni: vLLM 0.33.0
 # qwen2_5_omni_thinker.py and qwen3_omni_moe_thinker.py build an audio and a vision tower from them)
 THINKER_TOWER_KEYS = ("audio_config", "vision_config")
+# a wrapper's tower sub-configs under other names, whose towers are not counted: Granite Speech's speech encoder
+# and Q-Former projector (vLLM 0.33.0 granite_speech.py: GraniteSpeechCTCEncoder(config.encoder_config),
+# GraniteSpeechEncoderProjector(config.projector_config)); Phi-4-multimodal's image and audio embedders
+# (phi4mm.py Phi4MMForCausalLM: Phi4MMImageEncoder and AudioEmbedding from config.embd_layer)
+OTHER_TOWER_KEYS = ("encoder_config", "projector_config", "embd_layer")
 
 
 def _towers(top: ConfigFields, text_hidden: int) -> tuple[int, str]:
@@ -467,6 +472,9 @@ def _towers(top: ConfigFields, text_hidden: int) -> tuple[int, str]:
         if uncounted:
             return 0, (f"the thinker's towers ({', '.join(f'thinker_config.{key}' for key in uncounted)}) are "
                        "not counted")
+        others = [key for key in OTHER_TOWER_KEYS if top.has(key)]
+        if others and top.nested("audio_config") is None:
+            return 0, f"the towers of {', '.join(others)} are not counted"
         return tower_params.audio_alone(top, text_hidden), ""
     count, exact = _vision(top, vision, text_hidden)
     return count, "" if exact else "the vision tower's parameters are estimated"
