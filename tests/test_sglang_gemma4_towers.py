@@ -97,3 +97,18 @@ def test_qwen2_audio_tower_whole_on_each_rank(tmp_path):
                            GpuChoice.of(gpu, 1))
     assert not any(note.startswith("vision tower:") for note in plan.notes)
     assert any(note.startswith("multimodal model: 100 MiB") for note in plan.notes)
+
+
+def test_qwen2_audio_tower_on_every_pipeline_stage():
+    # qwen2_audio.py builds the tower in __init__ with no pipeline-stage guard (gemma4_mm.py builds its towers on the
+    # first PP rank only): at PP 2 both stages hold its 1,284,431,872 B beside their half of the text model
+    gpu = find_gpu("h100")
+    path = FIXTURES / "audio" / "qwen2-audio-7b-instruct.json"
+    plan = plan_deployment(read_local(path), Deployment(engine="sglang", gpu=gpu.id, max_model_len=8192,
+                                                        pipeline_parallel_size=2), GpuChoice.of(gpu, 2))
+    # weights.weight_layout spreads the final norm over the 32 decoder layers: each stage 16 of them, one of the
+    # embedding and the untied lm_head
+    text_stage = (7_754_878_976 - 2 * 156032 * 4096) * 2 // 32 * 16 + 156032 * 4096 * 2
+    assert [memory.weights_bytes for memory in plan.stage_memories] == [text_stage + 642_215_936 * 2] * 2
+    assert any(note.startswith("towers: 1.20 GiB of their 1.20 GiB on each rank (on every pipeline stage)")
+               for note in plan.notes)

@@ -110,16 +110,17 @@ def stage_extra_bytes(target: PlanInput, first: bool) -> int:
 
 
 def note(target: PlanInput) -> str | None:
-    """How the towers sit on the ranks, where TP splits anything."""
+    """How the towers sit on the ranks, where TP splits anything or every pipeline stage builds them."""
     spec, dep = target.spec, target.deployment
-    if not spec.params.vision or dep.tensor_parallel_size == 1:
-        return None
     layout = LAYOUTS.get(spec.architecture)
+    every_stage = layout is not None and layout.every_stage and dep.pipeline_parallel_size > 1
+    if not spec.params.vision or (dep.tensor_parallel_size == 1 and not every_stage):
+        return None
     if layout is None:
         return (f"towers ({spec.params.vision:,} parameters): how SGLang splits {spec.architecture}'s towers over "
                 "TP is not read; taken as split like the decoder")
     total, held = _tower_bytes(target), held_bytes(target, True)
-    where = " (on every pipeline stage)" if layout.every_stage and dep.pipeline_parallel_size > 1 else ""
+    where = " (on every pipeline stage)" if every_stage else ""
     return (f"towers: {held / GiB:.2f} GiB of their {total / GiB:.2f} GiB on each rank{where}, "
             f"{layout.sharded(spec):,} of {spec.params.vision:,} parameters split over TP {dep.tensor_parallel_size} "
             f"(SGLang 0.5.23 {layout.source})")
