@@ -183,3 +183,11 @@ def test_granite_h_small_by_hand():
     assert spec.params.total == total
     assert spec.params.experts == 40 * 679_477_248
     assert spec.params.exact and not spec.notes
+
+
+def test_kimi_linear_is_bundled_as_published():
+    # model_specs/moonshotai__Kimi-Linear-48B-A3B-Instruct.json carries the same config.json (SOURCES.md here)
+    from kvplan.models.sources import resolve
+
+    spec = resolve("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    assert spec.params.total == 49_122_681_728 and spec.kv_bytes_per_token(2) == 8_064
