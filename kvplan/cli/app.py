@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from kvplan.cli import dataclass_code
 from kvplan.errors import KvplanError
 
 app = typer.Typer(
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in args:
         split = args.index("--")
         args, pasted = args[:split], args[split + 1:]
+    dataclass_code.install()
     try:
         takes_pasted = _register(args)
         if pasted is not None and not takes_pasted:
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
         return _click_exit(exc)
+    finally:
+        dataclass_code.save()
     return result if isinstance(result, int) else 0
 
 
