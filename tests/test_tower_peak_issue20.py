@@ -41,30 +41,42 @@ def test_qwen2_5_vl_7b_tower_is_the_profiled_peak_by_hand():
     # 1,176 values: pixel_values 131,072 x 1,176 x 2 B = 308,281,344 B.
     # Per patch, in values (qwen2_5_vl.py Qwen2_5_VisionBlock): the attention holds x, norm1, qkv (3h), the
     # contiguous q, k (2h), their rotated copy (2h), the FlashAttention output (h) and proj's (h): 11 x 1,280 =
-    # 14,080; the MLP (norm2 adds and normalises in place) holds x, x_attn, gate_up (2i), SiluAndMul's (i) and
-    # down_proj's (h): 3 x 1,280 + 3 x 3,420 = 14,100, the wider. The rotary cos / sin kept through the blocks:
-    # 2 x head_dim / 2 = 1,280 / 16 = 80. Tower: 308,281,344 + 131,072 x (14,100 + 80) x 2 = 4,025,483,264 B.
-    assert 11 * 1280 < 3 * 1280 + 3 * 3420
-    tower = 131072 * 1176 * 2 + 131072 * (3 * 1280 + 3 * 3420 + 1280 // 16) * 2
-    assert tower == 4_025_483_264
+    # 14,080. The MLP holds x, x_attn, norm2's normed x and residual (new tensors: vLLM compiles by default, so the
+    # IR op runs its native fused_add_rms_norm), gate_up (2i), SiluAndMul's (i) and down_proj's (h): 5 x 1,280 +
+    # 3 x 3,420 = 16,660, the wider. The rotary cos / sin kept through the blocks: 2 x head_dim / 2 = 1,280 / 16 =
+    # 80. Tower: 308,281,344 + 131,072 x (16,660 + 80) x 2 = 4,696,571,904 B.
+    assert 11 * 1280 < 5 * 1280 + 3 * 3420
+    tower = 131072 * 1176 * 2 + 131072 * (5 * 1280 + 3 * 3420 + 1280 // 16) * 2
+    assert tower == 4_696_571_904
     plan = _qwen_vl()
-    assert "the tower's own run peaks at 3.75 GiB (4,025,483,264 B)" in _tower_note(plan)
+    assert "the tower's own run peaks at 4.37 GiB (4,696,571,904 B)" in _tower_note(plan)
     # the decoder's run with the held outputs and inputs (2.99 GiB before the tower was derived) is smaller, so
     # the tower's run sets the profiled peak
     assert plan.memory.activation_bytes == tower
 
 
+def test_qwen2_5_vl_eager_norm_adds_in_place():
+    # --enforce-eager (and -O0): no inductor, so the IR priority is ['vllm_c', 'native'] and norm2's
+    # fused_add_rms_norm writes into x and x_attn (kernels/vllm_c.py, inplace=True): the MLP holds 3 x 1,280 +
+    # 3 x 3,420 = 14,100 values a patch, still above the attention's 14,080.
+    # 308,281,344 + 131,072 x (14,100 + 80) x 2 = 4,025,483,264 B.
+    tower = 131072 * 1176 * 2 + 131072 * (3 * 1280 + 3 * 3420 + 80) * 2
+    for knobs in ({"enforce_eager": True}, {"optimization_level": 0}):
+        plan = _qwen_vl(**knobs)
+        assert f"the tower's own run peaks at 3.75 GiB ({tower:,} B)" in _tower_note(plan) and tower == 4_025_483_264
+
+
 def test_qwen2_5_vl_tower_split_over_tp_and_under_data_mode():
     # TP 2 ('weights'): qkv, q / k copies, the attention output, gate_up and SiluAndMul are halved on a rank:
-    # attention 3 x 1,280 + 8 x 640 = 8,960, MLP 3 x 1,280 + 3 x 1,710 = 8,970 values a patch, so
-    # 308,281,344 + 131,072 x (8,970 + 80) x 2 = 2,680,684,544 B.
+    # attention 3 x 1,280 + 8 x 640 = 8,960, MLP 5 x 1,280 + 3 x 1,710 = 11,530 values a patch, so
+    # 308,281,344 + 131,072 x (11,530 + 80) x 2 = 3,351,773,184 B.
     split = _qwen_vl(tensor_parallel_size=2)
-    assert "the tower's own run peaks at 2.50 GiB (2,680,684,544 B)" in _tower_note(split)
+    assert "the tower's own run peaks at 3.12 GiB (3,351,773,184 B)" in _tower_note(split)
     # --mm-encoder-tp-mode data: the one video goes whole to one rank (run_dp_sharded_mrope_vision_model), which
-    # also holds the torch.cat copy of its pixels: 2 x 308,281,344 + 131,072 x (14,100 + 80) x 2 = 4,333,764,608 B.
+    # also holds the torch.cat copy of its pixels: 2 x 308,281,344 + 131,072 x (16,660 + 80) x 2 = 5,004,853,248 B.
     data = _qwen_vl(tensor_parallel_size=2, mm_encoder_tp_mode="data")
-    assert "the tower's own run peaks at 4.04 GiB (4,333,764,608 B)" in _tower_note(data)
-    assert data.memory.activation_bytes == 2 * 308_281_344 + 131072 * 14180 * 2 == 4_333_764_608
+    assert "the tower's own run peaks at 4.66 GiB (5,004,853,248 B)" in _tower_note(data)
+    assert data.memory.activation_bytes == 2 * 308_281_344 + 131072 * 16740 * 2 == 5_004_853_248
 
 
 def test_qwen3_vl_8b_tower_with_deepstack_by_hand():

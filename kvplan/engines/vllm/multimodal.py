@@ -90,10 +90,14 @@ class Processor:
         raise NotImplementedError
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """The tower's own peak on one rank while it encodes the profile's batch (inputs included); 0 where not
         derived. split: the TP ranks its layers are split over ('weights' mode; 1 where built whole); ranks: those
-        the batch is shared out over (--mm-encoder-tp-mode data; 1 otherwise)."""
+        the batch is shared out over (--mm-encoder-tp-mode data; 1 otherwise); compiled: whether vLLM compiles the
+        decoder (torch.compile with inductor: neither --enforce-eager nor -O0), which turns its custom ops off and
+        its IR ops to their native implementations, in the eager tower too (config/vllm.py custom_ops 'none',
+        platforms/cuda.py get_default_ir_op_priority ['native'])."""
         return 0
 
 
@@ -122,7 +126,8 @@ class Gemma3(Processor):
                               patches=(tower.image_size // tower.patch_size) ** 2)}
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """gemma3_mm.py _process_image_input runs SiglipVisionModel (siglip.py) over the batch's N = batch x
         patches patches, then the projector. SiglipVisionTransformer.forward keeps the patch embeddings
         (hidden_states, and SiglipEncoder.forward's hidden_states_pool) through the encoder, and from the second
@@ -220,7 +225,8 @@ class Gemma4(Processor):
         return Item(tokens, frames * embeds, frames * patches * values, frames * patches * 2 * INDEX, frames, patches)
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """gemma4_mm.py _process_image_input / _process_video_input with transformers' Gemma4VisionModel (5.10 to
         5.18; its F.embedding position lookup, not the F.one_hot that _encoder_chunk budgets for). The frames go
         through the tower in chunks of min(free // 2, total // 10) // (patches x 4 x position_embedding_size x 8)
@@ -269,7 +275,8 @@ class Llama4(Processor):
                               frames=tiles, patches=(tower.image_size // tower.patch_size) ** 2 + 1)}
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """mllama4.py encode_image_chunks runs Llama4VisionModel over the batch's tiles (under
         --mm-encoder-tp-mode data each rank its share of them, run_dp_sharded_vision_model keeping a padded copy of
         all the tiles' pixels beside the inputs). Llama4VisionModel.forward holds layernorm_pre's output, the
@@ -458,7 +465,8 @@ class Qwen25VL(QwenVL):
     """Qwen2.5-VL: Qwen2-VL's processor (QwenVL) before qwen2_5_vl.py's Qwen2_5_VisionTransformer."""
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """qwen2_5_vl.py _process_image_input / _process_video_input run Qwen2_5_VisionTransformer over all the
         batch's patches (N = tokens x spatial_merge_size^2 an item). Through its blocks it keeps the rotary cos /
         sin; each Qwen2_5_VisionBlock (window and full attention alike under FlashAttention) holds its input x
@@ -467,13 +475,19 @@ class Qwen25VL(QwenVL):
         place: 2 x hidden / TP), the FlashAttention output (hidden / TP) and proj's (hidden). norm2 (RMSNorm) adds
         and normalises in place (kernels/vllm_c.py fused_add_rms_norm, inplace=True), so the MLP holds x and
         x_attn, gate_up_proj's output (2 x intermediate / TP) while SiluAndMul's (intermediate / TP) and
-        down_proj's (hidden) are made. The merger after the blocks holds less."""
+        down_proj's (hidden) are made. That in-place kernel is the IR op's choice only where vLLM does not compile
+        (--enforce-eager, -O0: ['vllm_c', 'native']); compiling, the priority is ['native'] (ir/ops/layernorm.py
+        fused_add_rms_norm, run eagerly: RMSNorm is not compile_native), which returns a new normed x and a new
+        residual, so the MLP holds two hidden more (and the norm's own float32 moment, 9 x hidden, is narrower).
+        SiluAndMul is one output either way (its CUDA kernel, or its compiled native form). The merger after the
+        blocks holds less."""
         if not (tower.hidden_size and tower.intermediate_size and item.patches):
             return 0
         patches, inputs = self._on_rank(item, batch, dtype_bytes, ranks)
         hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
         attention = 2 * hidden + 3 * part + 2 * part + 2 * part + part + hidden
-        mlp = 2 * hidden + 2 * inner + inner + hidden
+        norm2 = 2 * hidden if compiled else 0  # the native fused_add_rms_norm's new normed x and residual
+        mlp = 2 * hidden + norm2 + 2 * inner + inner + hidden
         return inputs + patches * (max(attention, mlp) + self._rotary(tower)) * dtype_bytes
 
 
@@ -490,7 +504,8 @@ class Qwen3VL(QwenVL):
         return _grid_tokens(pixels // (tower.temporal_patch_size or QWEN_TEMPORAL), self.unit(tower))
 
     def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
-                   free_bytes: int | None, *, split: int = 1, ranks: int = 1) -> int:
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
         """qwen3_vl.py Qwen3_VisionTransformer.forward over all the batch's patches (N = tokens x
         spatial_merge_size^2 an item; Qwen3.5's qwen3_5.py builds the same class). Through the blocks its
         encoder_metadata keeps the interpolated position embeddings (pos_embeds, hidden a patch) and the rotary
@@ -691,6 +706,7 @@ def encoder_profile(spec: ModelSpec, dep: Deployment, max_model_len: int, max_nu
     data = bool(tower_replicated(spec, dep))
     tp = dep.tensor_parallel_size
     split = 1 if data or processor.whole_tower else tp
+    compiled = not (dep.enforce_eager or dep.optimization_level == 0)  # config/vllm.py: CompilationMode.NONE
     return EncoderProfile(budget, modality, batch, item.tokens, held, False,
                           processor.tower_peak(spec.tower, item, batch, dtype_bytes, total_bytes, free_bytes,
-                                               split=split, ranks=tp if data else 1))
+                                               split=split, ranks=tp if data else 1, compiled=compiled))
