@@ -1,7 +1,7 @@
-"""A compressed-tensors quantization_config.kv_cache_scheme (an llm-compressor checkpoint's FP8 KV cache) is not
-read by kvplan: the plan says so, naming the key, the dtype kvplan planned and what vLLM 0.33.0 does with it
-(model_executor/layers/attention/attention.py Attention.__init__: kv_cache_dtype auto becomes fp8 wherever the
-quant config carries a scheme; compressed_tensors.py CompressedTensorsKVCacheMethod.validate_kv_cache_scheme).
+"""A compressed-tensors quantization_config.kv_cache_scheme (an llm-compressor checkpoint's FP8 KV cache), read as
+each vLLM release's attention layer reads it (engines/vllm/kv_scheme.py, from the wheels): 0.6.0-0.14.1 no rule;
+0.15.0-0.21.0 Attention.__init__ sets fp8 for any scheme whatever kv_cache_dtype says; 0.22.0-0.33.0 only under
+auto. Other engines: noted as not read, the dtype planned named.
 
 Per-token bytes by hand from Llama-3.1-8B's config.json: 32 layers x (K, V) x 8 KV heads x head_dim 4,096 / 32 =
 128, in bfloat16 (2 B) 131,072 B, in fp8 (1 B) 65,536 B."""
@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kvplan.api import estimate
 
 LLAMA = Path(__file__).parent / "fixtures" / "configs" / "frontier" / "meta-llama__Meta-Llama-3.1-8B"
 SCHEME = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
+SCHEME_TEXT = '{"dynamic": false, "num_bits": 8, "strategy": "tensor", "symmetric": true, "type": "float"}'
+BF16, FP8 = 131_072, 65_536
 
 
 def _checkpoint(tmp_path: Path, scheme: dict | None) -> str:
@@ -34,24 +38,51 @@ def _plan(path: str, **flags):
     return estimate(path, gpu="h100", max_model_len=8192, **flags)
 
 
+def _note(result) -> str:
+    return next(n for n in result.notes if "kv_cache_scheme" in n)
+
+
 def test_hand_figures():
-    assert 32 * 2 * 8 * (4096 // 32) * 2 == 131_072
-    assert 32 * 2 * 8 * (4096 // 32) * 1 == 65_536
+    assert BF16 == 32 * 2 * 8 * (4096 // 32) * 2
+    assert FP8 == 32 * 2 * 8 * (4096 // 32) * 1
 
 
-def test_an_unread_scheme_is_named_with_what_kvplan_planned(tmp_path):
+@pytest.mark.parametrize(("version", "dtype", "per_token"), [
+    ("0.33.0", "fp8", FP8), ("0.22.0", "fp8", FP8), ("0.19.0", "fp8", FP8), ("0.15.0", "fp8", FP8),
+    ("0.14.1", "bfloat16", BF16)])
+def test_auto_is_fp8_from_vllm_0_15(tmp_path, version, dtype, per_token):
+    result = _plan(_checkpoint(tmp_path, SCHEME), engine_version=version)
+    assert (result.kv_dtype, result.layout.bytes_per_token) == (dtype, per_token)
+    if dtype == "fp8":
+        assert _note(result) == (f"KV cache in fp8: vLLM {version}'s Attention serves kv_cache_dtype auto in fp8 "
+                                 f"for quantization_config.kv_cache_scheme {SCHEME_TEXT}")
+    else:
+        assert "vLLM 0.14.1 takes no dtype from it (from 0.15.0 it serves fp8): KV cache in bfloat16" in _note(result)
+
+
+def test_an_explicit_dtype_wins_from_0_22_and_is_noted_before(tmp_path):
     path = _checkpoint(tmp_path, SCHEME)
-    result = _plan(path)
-    assert (result.kv_dtype, result.layout.bytes_per_token) == ("bfloat16", 131_072)
-    note = next(n for n in result.notes if "kv_cache_scheme" in n)
-    assert ('quantization_config.kv_cache_scheme {"dynamic": false, "num_bits": 8, "strategy": "tensor", '
-            '"symmetric": true, "type": "float"} is not read: kvplan plans the KV cache in bfloat16 '
-            "(kv_cache_dtype auto)") in note
-    assert "vLLM 0.33.0 serves its attention layers in fp8 under auto" in note
-    # the way the note gives: vLLM's fp8 cache, one byte an element
-    fp8 = _plan(path, kv_cache_dtype="fp8")
-    assert fp8.layout.bytes_per_token == 65_536
-    assert any("kv_cache_dtype fp8" in n for n in fp8.notes if "kv_cache_scheme" in n)
+    new = _plan(path, kv_cache_dtype="bfloat16")
+    assert new.layout.bytes_per_token == BF16
+    assert "--kv-cache-dtype bfloat16 wins over it (vLLM 0.33.0 applies it under auto only)" in _note(new)
+    old = _plan(path, kv_cache_dtype="bfloat16", engine_version="0.21.0")
+    assert "vLLM 0.21.0's Attention serves fp8 for quantization_config.kv_cache_scheme" in _note(old)
+    assert "whatever --kv-cache-dtype says" in _note(old)
+
+
+def test_a_scheme_vllm_does_not_load_is_noted_as_not_read(tmp_path):
+    result = _plan(_checkpoint(tmp_path, {**SCHEME, "type": "int"}))
+    assert result.layout.bytes_per_token == BF16
+    assert "is not read (vLLM loads only num_bits 8, type float): kvplan plans the KV cache in bfloat16" in \
+        _note(result)
+
+
+def test_other_engines_name_it_as_not_read(tmp_path):
+    # SGLang 0.5.23 reads kv_cache_scheme only from ModelOpt configs (srt/layers/quantization/modelopt_quant.py)
+    result = _plan(_checkpoint(tmp_path, SCHEME), engine="sglang")
+    assert result.layout.bytes_per_token == BF16
+    assert _note(result) == (f"quantization_config.kv_cache_scheme {SCHEME_TEXT} is not read for SGLang: kvplan "
+                             "plans the KV cache in bfloat16 (kv_cache_dtype auto)")
 
 
 def test_no_scheme_no_note(tmp_path):

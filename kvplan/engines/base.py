@@ -61,6 +61,18 @@ class PoolRules:
 
     refused_kv_cache_dtypes: frozenset[str] = frozenset()  # kvplan's KV dtype choices this engine does not take
 
+    def kv_cache_scheme_note(self, target: PlanInput, settings: EngineSettings | None, kv_name: str) -> str | None:
+        """What the plan says of a compressed-tensors quantization_config.kv_cache_scheme (models/hf_config.py
+        keeps it as text): by default that this engine's reading of it is not modelled, and the dtype planned.
+        SGLang 0.5.23 reads kv_cache_scheme only from ModelOpt configs (srt/layers/quantization/modelopt_quant.py);
+        vLLM reads it (engines/vllm/kv_scheme.py)."""
+        scheme = target.spec.quantization.kv_cache_scheme if target.spec.quantization else None
+        if scheme is None:
+            return None
+        engine = settings.label if settings else "this engine"
+        return (f"quantization_config.kv_cache_scheme {scheme} is not read for {engine}: kvplan plans the KV cache "
+                f"in {kv_name} (kv_cache_dtype {target.deployment.kv_cache_dtype})")
+
     def kv_tensor_parallel(self, target: PlanInput) -> int:
         """The ranks a layer's KV heads are divided over."""
         return target.deployment.tensor_parallel_size

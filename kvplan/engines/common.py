@@ -55,7 +55,7 @@ def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings
                             settings.mxfp4_experts if settings is not None else None)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
     notes = [note for note in (dtype_note, weights.note, draft_note, modelopt_kv_note(spec, dep, kv_name),
-                                        kv_cache_scheme_note(spec, dep, kv_name)) if note]
+                                       rules.kv_cache_scheme_note(target, settings, kv_name)) if note]
     if flat_pool and any(layer.drops_old_tokens for layer in spec.layers):
         notes.append(FLAT_POOL_NOTE)
     unified = settings is not None and rules.unified(target, settings)
@@ -129,23 +129,6 @@ def modelopt_where(spec: ModelSpec) -> str:
 def modelopt_fp8_kv(spec: ModelSpec) -> bool:
     """Whether the checkpoint's ModelOpt settings name an FP8 KV cache."""
     return modelopt_kv_algo(spec) == "FP8"
-
-
-def kv_cache_scheme_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | None:
-    """A compressed-tensors kv_cache_scheme is not read (models/hf_config.py keeps it as text): say what kvplan
-    planned instead and what vLLM 0.33.0 makes of it. model_executor/layers/attention/attention.py
-    Attention.__init__ turns kv_cache_dtype auto into fp8 wherever the quant config carries a kv_cache_scheme (MLA
-    layers are not Attention), and quantization/compressed_tensors/compressed_tensors.py
-    CompressedTensorsKVCacheMethod.validate_kv_cache_scheme refuses at load a scheme other than num_bits 8,
-    type float, strategy tensor or attn_head, symmetric. SGLang 0.5.23 reads kv_cache_scheme only from ModelOpt
-    configs (srt/layers/quantization/modelopt_quant.py)."""
-    scheme = spec.quantization.kv_cache_scheme if spec.quantization else None
-    if scheme is None:
-        return None
-    return (f"{spec.source.location}: quantization_config.kv_cache_scheme {scheme} is not read: kvplan plans the "
-            f"KV cache in {kv_name} (kv_cache_dtype {dep.kv_cache_dtype}); vLLM 0.33.0 serves its attention "
-            "layers in fp8 under auto (Attention.__init__) and refuses a scheme other than 8-bit float, strategy "
-            "tensor or attn_head, symmetric, at load; pass --kv-cache-dtype fp8 to plan vLLM's cache")
 
 
 def modelopt_kv_note(spec: ModelSpec, dep: Deployment, kv_name: str) -> str | None:

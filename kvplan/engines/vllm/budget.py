@@ -12,6 +12,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput, PoolRules
 from kvplan.engines.common import Stage
+from kvplan.engines.vllm import kv_scheme
 from kvplan.engines.vllm.blocks import kv_block_size
 from kvplan.engines.vllm.deepseek_v4 import served_kv_cache_dtype
 from kvplan.engines.vllm.hybrid import (
@@ -333,7 +334,7 @@ class Vllm(PoolRules):
             auto_kv_cache_dtype=served_kv_cache_dtype(spec.layers, dep.kv_cache_dtype, gpu.compute_major,
                                                       (dep.where("kv_cache_dtype"), dep.where("gpu")))
             or ("fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
-                else modelopt_auto_kv(spec, wanted)),
+                else modelopt_auto_kv(spec, wanted)) or kv_scheme.auto_kv_cache_dtype(spec, dep, wanted),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
             in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name,
@@ -390,6 +391,10 @@ class Vllm(PoolRules):
         available = budget - weights_bytes - act - non_torch - graphs
         return Memory(gpu.memory_bytes, budget, weights_bytes, act, non_torch, graphs, 0, available,
                       encoder.held_bytes if encoder else 0)
+
+    def kv_cache_scheme_note(self, target: PlanInput, settings: EngineSettings | None, kv_name: str) -> str | None:
+        return kv_scheme.note(target.spec, target.deployment, (settings.version if settings else None) or LATEST,
+                              kv_name)
 
     def notes(self, target: PlanInput, settings: EngineSettings) -> list[str]:
         notes = []
