@@ -23,6 +23,7 @@ from kvplan.engines.vllm.hybrid import (
     mamba_cache_mode,
 )
 from kvplan.engines.vllm.interconnect import tp_growth
+from kvplan.engines.vllm.moe_workspace import MoeKernel, SharedWorkspace, moe_kernel, moe_shape, routing_bytes
 from kvplan.engines.vllm.mxfp4 import mxfp4_experts
 from kvplan.engines.vllm.releases import (
     CHUNKED_HYBRID_KV_ON_FROM,
@@ -143,25 +144,55 @@ def sliding_as_full(spec: ModelSpec, settings: EngineSettings) -> bool:
 
 
 def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt: int,
-                     sampler: ProfileSampler | None = None) -> int:
+                     sampler: ProfileSampler | None = None, experts: MoeKernel | None = None,
+                     expert_slices: int | None = None) -> int:
+    """The profiling run's torch peak. Before v0.17 the era's fitted copies and fixed bytes. From v0.17
+    (peak_of_larger) the larger of the dummy forward and the sampler's pass: the forward's widest point (the era's
+    copies of hidden and intermediate, derived from the MLP's shapes; at a MoE layer its routing buffers,
+    moe_workspace.routing_bytes, and its shared experts' MLP) with the era's fixed bytes, and the sampler's
+    (sampler.py) with what stays allocated beside it (V1's: PyTorch's cuBLAS workspace, its fixed_bytes; Model
+    Runner V2's carries none and keeps the era's fixed bytes, see below); beside both, a MoE model's fused-MoE
+    workspace (moe_workspace.py; experts: the kernel's kind, SharedWorkspace when not given), made by the first MoE
+    layer and kept; expert_slices: how many ways each expert is cut (TP when not given; 1 with expert parallelism,
+    whole experts; DP's gathered tokens are not modelled).
+
+    Kept, not derived: the era's 0.12 GiB beside the forward's shapes, the cuBLAS workspace among it. What the
+    compiled forward holds beyond those shapes is not read in the source; the logs whose peak is the forward's
+    show it, and no one figure: the llm-d-planner v0.19 pipeline logs of Llama-3.1-8B (data/calibration.yaml L10,
+    L11) print 1.10 GiB on the first stage and 1.05 GiB on the middle ones, 0.225 and 0.05 GiB above the shapes,
+    the 32 MiB cuBLAS workspace and the middle stages' received buffers (received_bytes); engine-calibration Y13
+    (Gemma-4-31B, vLLM 0.23.0, 20 sequences) implies 0.105 GiB above them.
+
+    Model Runner V2's sampler side keeps the era's fixed bytes too: its profile_run (0.33.0 v1/worker/gpu/
+    model_runner.py) holds hidden_states and sample_hidden_states through _dummy_sampler_run as V1's does, and the
+    cuBLAS workspace stays, but sampler.py's V2_SAMPLERS count neither (no holds_hidden, no fixed_bytes); with
+    both there, the 0.12 GiB leaves V2's sampler side as it left V1's."""
     sampler = sampler or ProfileSampler(era.logits_copies)
     rows = min(max_num_seqs, mnbt)
     logits = sampler.peak_bytes(rows, spec.vocab_size) + sampler.hidden_bytes(rows, mnbt, spec.hidden_size)
-    # V1 from 0.17 reads the sampler's side whole in the source (sampler.py v1_sampler: the cuBLAS workspace in place of
-    # the era's fitted fixed bytes); the forward's side keeps them
-    beside = era.fixed_bytes if sampler.fixed_bytes is None else sampler.fixed_bytes
     hidden = era.hidden_copies * mnbt * spec.hidden_size * 2
+    if era.peak_of_larger:
+        beside = era.fixed_bytes if sampler.fixed_bytes is None else sampler.fixed_bytes
+        shape = moe_shape(spec, mnbt, tp if expert_slices is None else expert_slices)
+        mlp = era.mlp_copies * mnbt * spec.intermediate_size / tp * 2
+        if shape is None or spec.moe is None:
+            return int(max(hidden + mlp + era.fixed_bytes, logits + beside))
+        held = (experts or SharedWorkspace()).held_bytes(shape)
+        shared = spec.moe.shared_experts * spec.moe.shared_intermediate_size
+        moe_layer = held + routing_bytes(shape) + era.mlp_copies * mnbt * shared / tp * 2
+        # a dense layer sees the workspace only once a MoE layer before it has made it (DeepSeek's first dense
+        # layers run before any)
+        moe_layers = [i for i in range(spec.num_layers)
+                      if i not in spec.moe.dense_layers and i not in spec.moe.mlp_free_layers]
+        dense = [i for i in spec.moe.dense_layers if i < spec.num_layers]
+        dense_layer = (mlp + (held if moe_layers and max(dense) > moe_layers[0] else 0)) if dense else 0.0
+        return int(max(hidden + max(moe_layer, dense_layer) + era.fixed_bytes, held + logits + beside))
+    # before v0.17: the era's fitted copies and fixed bytes, the MLP at the routed experts' width for a MoE model
     mlp_width = spec.intermediate_size
-    moe = 0.0
     if spec.moe is not None:
         mlp_width = spec.moe.experts_per_token * spec.moe.expert_intermediate_size
-        moe = era.moe_copies * mnbt * spec.moe.experts_per_token * (
-            spec.hidden_size + spec.moe.expert_intermediate_size / tp) * 2
     mlp = era.mlp_copies * mnbt * mlp_width / tp * 2
-    if era.peak_of_larger:
-        forward = hidden + (0.0 if spec.moe is not None else mlp)  # a MoE layer's buffers are the moe term
-        return int(moe + max(forward + era.fixed_bytes, logits + beside))
-    return int(logits + hidden + mlp + moe) + era.fixed_bytes
+    return int(logits + hidden + mlp) + era.fixed_bytes
 
 
 def received_bytes(spec: ModelSpec, mnbt: int) -> int:
@@ -361,7 +392,10 @@ class Vllm(PoolRules):
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         sampler = profile_sampler(era, dep, _release(settings), v2, gpu.compute_capability, gpu.sm_count)
         seqs = (settings.max_num_seqs or 0) if last else 0
-        act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler)
+        experts = moe_kernel(common.quantization_method(spec, dep), settings.mxfp4_experts, _release(settings))
+        placement = settings.expert_placement
+        act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler,
+                               experts, 1 if placement is not None and placement.whole else tp)
         act += sampler.held_bytes(seqs, spec.vocab_size, 1 + common.speculative_tokens(dep))
         if sampler.holds_hidden and not first:  # V1 from 0.17, read in the source whole (sampler.DERIVED_FROM)
             act += received_bytes(spec, settings.max_num_batched_tokens or settings.max_model_len)

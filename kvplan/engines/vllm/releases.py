@@ -109,7 +109,8 @@ class Era:
     logits_copies: float  # sampler / logits peak, in fp32 copies of max_num_seqs x vocab (V1 from 0.17: sampler.py's)
     hidden_copies: float  # profile-run activations, in copies of max_num_batched_tokens x hidden (16-bit)
     mlp_copies: float  # copies of max_num_batched_tokens x intermediate (16-bit), per TP rank
-    moe_copies: float  # routed-token buffers: copies of tokens x top-k x (hidden + expert width)
+    # fitted bytes beside the peak (V0, v0.8-v0.16); from v0.17 beside the dummy forward only, and not derived: what
+    # the compiled forward holds beyond its counted shapes, the cuBLAS workspace included (budget.activation_bytes)
     fixed_bytes: int
     non_torch_single: int
     # tensor parallel (with or without pipeline stages); None: one GPU's figure plus what the interconnect adds
@@ -119,7 +120,7 @@ class Era:
     default_utilization: float
     # The peak is the larger of the dummy forward's transients and the sampler's, not their sum: profile_run
     # (v1/worker/gpu_model_runner.py) frees the forward's intermediates before _dummy_sampler_run; the MoE
-    # workspaces stay allocated across both (they are reused, not freed).
+    # workspaces stay allocated across both (they are reused, not freed: moe_workspace.SharedWorkspace).
     peak_of_larger: bool = False
     # pipeline stages on one GPU each (TP 1); None: as non_torch_multi
     non_torch_pipeline: int | None = None
@@ -137,10 +138,10 @@ class Era:
 
 ERAS = (
     # (first version, era)
-    ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0.0, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
+    ((0, 0), Era("V0 engine", True, 1.0, 0.0, 3.75, 0, int(0.35 * GiB), int(0.55 * GiB), False, 0.9)),
     # TP (and pipeline stages before v0.17): one GPU's figure plus NCCL's growth by interconnect (interconnect.py:
     # 0.13 + 0.42 = 0.55 GiB over NVLink, B03's v0.11 H100 TP 2; 0.13 + 0.08 = 0.21 GiB over PCIe, an L40S TP 4 log).
-    ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, 0.0, int(0.025 * GiB), int(0.13 * GiB),
+    ((0, 8), Era("V1, v0.8-v0.16", False, 9.52, 1.28, 0.0, int(0.025 * GiB), int(0.13 * GiB),
                  None, False, 0.9)),
     # Non-torch at TP > 1 from v0.17: one GPU's figure, NCCL's growth and, on NVSwitch Hopper and Blackwell, the
     # FlashInfer all-reduce fusion workspace the v0.17 compile pass creates (interconnect.py): 0.25 + 0.42 + 1.5 =
@@ -160,11 +161,19 @@ ERAS = (
     # (data/calibration.yaml V15-V18: "non-torch forward increase memory" 0.13, 0.13, 0.13, 0.25 GiB for
     # Qwen3-14B; every v0.19 log prints 0.24-0.27).
     # From v0.17 V1's sampler side is read in the source whole (sampler.py v1_sampler: NATIVE_COPIES, the Triton
-    # buffer, the held hidden states, PyTorch's cuBLAS workspace in place of fixed_bytes), where the era had 3.79
-    # copies fitted on the v0.19 H100 logs; fixed_bytes stays on the forward's side and in Model Runner V2's plans.
-    ((0, 17), Era("V1, v0.17", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.13 * GiB),
+    # buffer, the held hidden states, PyTorch's cuBLAS workspace), where the era had 3.79 copies fitted on the v0.19
+    # H100 logs, and so is what MoE models hold beside both sides (budget.activation_bytes): the fused-MoE
+    # workspace (moe_workspace.py: TritonExperts' workspace13 and workspace2 at max_num_batched_tokens, chunked at
+    # 16,384 tokens in 0.17), in place of the copies of tokens x top-k x (hidden + expert width) fitted before.
+    # Against the "torch peak memory increase" of the v0.19 H100 MoE logs: DeepSeek-V2-Lite 1.93 GiB (L01),
+    # Llama-4-Scout TP 4 3.19 (L14), Mixtral-8x7B TP 2 1.21 (L16), Qwen3-30B-A3B 2.68 (L22); gpt-oss-20b's MXFP4
+    # experts run a monolithic kernel that keeps nothing (L17: 2.87). The forward's 0.12 GiB beside its shapes is
+    # kept, not derived (budget.activation_bytes says why): the logs whose peak is the forward's hold 0.05-0.23 GiB
+    # more than its shapes and the cuBLAS workspace. Model Runner V2's sampler side keeps it too, standing for the
+    # held hidden states and cuBLAS workspace its ProfileSampler does not count.
+    ((0, 17), Era("V1, v0.17", False, NATIVE_COPIES, 3.0, 3.0, int(0.12 * GiB), int(0.13 * GiB),
                   None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
-    ((0, 18), Era("V1, v0.18-v0.19", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB), int(0.25 * GiB),
+    ((0, 18), Era("V1, v0.18-v0.19", False, NATIVE_COPIES, 3.0, 3.0, int(0.12 * GiB), int(0.25 * GiB),
                   None, False, 0.9, peak_of_larger=True, non_torch_pipeline=int(0.07 * GiB))),
     # v0.20+: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1" and gpu_memory_utilization to 0.92 (vLLM 0.20.0
     # envs.py and config/cache.py; 0.19.0 has "0" and 0.9; the log's "default since v0.21.0" in gpu_worker.py is
@@ -173,7 +182,7 @@ ERAS = (
     # memory" startup line folds it into its "peak activation" (transient peak + estimate), so engine-calibration
     # Y12's 28.88 - 15.03 - 1.59 = 12.26 GiB includes its 0.13 GiB estimate; its "0.09 GiB for CUDAGraph memory"
     # is the graphs' actual pool, captured after the KV cache and not subtracted.
-    ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, NATIVE_COPIES, 3.0, 3.0, 1.0, int(0.12 * GiB),
+    ((0, 20), Era("V1, v0.20+ (CUDA graphs profiled)", False, NATIVE_COPIES, 3.0, 3.0, int(0.12 * GiB),
                   int(0.25 * GiB), None, True, 0.92, peak_of_larger=True,
                   non_torch_pipeline=int(0.07 * GiB))),
 )
