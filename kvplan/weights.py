@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvplan.models.model import ModelSpec
+from kvplan.models.model import ModelSpec, ParamCount
 from kvplan.models.modelopt import LM_HEAD, excluded_roles, is_excluded
 
 FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
@@ -116,24 +116,46 @@ class WeightLayout:
         return self.per_layer - self.experts_per_layer
 
 
+def resident_params(spec: ModelSpec) -> ParamCount:
+    """The parameters the engine holds: the checkpoint's count (spec.params, the Hub's) with what the engines
+    allocate beyond it (spec.resident, models/resident.py) added to the attention of the layers that hold it."""
+    params = spec.params
+    extra: dict[int, int] = {}
+    for copy in spec.resident:
+        for index, count in copy.by_layer().items():
+            extra[index] = extra.get(index, 0) + count
+    if not extra:
+        return params
+    by_layer = tuple(replace(layer, mixer=layer.mixer + extra.get(index, 0))
+                     for index, layer in enumerate(params.by_layer))
+    return replace(params, total=params.total + sum(extra.values()), by_layer=by_layer)
+
+
 def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None,
                   mxfp4: Mxfp4Experts | None = None) -> WeightLayout:
     """method: the quantization in force (the --quantization flag, else the checkpoint's own); mxfp4: how the
-    engine holds MXFP4 experts once loaded (vllm_mxfp4_experts), None for the checkpoint's own bytes."""
+    engine holds MXFP4 experts once loaded (vllm_mxfp4_experts), None for the checkpoint's own bytes. The bytes are
+    of resident_params: the checkpoint's and what the engine allocates beyond it, in the format in force."""
     params = spec.params
+    held = replace(spec, params=resident_params(spec))
     outside = params.embeddings + params.lm_head + params.vision  # kept at the model dtype
     checkpoint_method = spec.quantization.method.lower() if spec.quantization else None
     layers = max(1, spec.num_layers)
     loaded_differs = method == "mxfp4" and mxfp4 is not None  # the stored bytes are not what the engine holds
     if spec.stored_weight_bytes and method == checkpoint_method and not loaded_differs:
         # The safetensors headers give the stored bytes exactly; spread what is not embeddings over the layers,
-        # the experts' part in proportion to their parameters.
+        # the experts' part in proportion to their parameters. What the engine holds beyond the checkpoint is
+        # weighed as the count's estimate weighs it (the difference of the two estimates: its own format).
         decoder, note = max(0, spec.stored_weight_bytes - outside * dtype_bytes), ""
         linear = params.total - outside
         experts = decoder * params.experts // linear if linear > 0 else 0
+        if held.params is not params:
+            decoder += (sum(_decoder_bytes(held, held.params.total - outside, dtype_bytes, method)[0])
+                        - sum(_decoder_bytes(spec, linear, dtype_bytes, method)[0]))
     else:
-        (dense, experts), note = _decoder_bytes(spec, params.total - outside, dtype_bytes, method, mxfp4)
+        (dense, experts), note = _decoder_bytes(held, held.params.total - outside, dtype_bytes, method, mxfp4)
         decoder = dense + experts
+    note = "; ".join(part for part in (note, *(copy.note() for copy in spec.resident)) if part)
     return WeightLayout(params.embeddings * dtype_bytes, _lm_head_bytes(spec, dtype_bytes, method), decoder // layers,
                         params.vision * dtype_bytes, note, experts // layers,
                         spec.moe.num_experts if spec.moe is not None else 0)

@@ -35,6 +35,7 @@ from kvplan.models.layers import (
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.plamo import is_plamo2_config, plamo2_layers
+from kvplan.models.resident import resident_copies, shared_layers_note
 from kvplan.models.rope import rope_tables
 from kvplan.models.shared_blocks import is_shared_block_config, shared_block_layers
 from kvplan.models.subconfigs import with_class_defaults
@@ -135,6 +136,8 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
                                                             layers, moe, tie))
     if params.note:  # approximate, or (exact) what the engines' plans leave out of the towers
         notes.append(params.note)
+    resident = resident_copies(lm, layers, hidden)
+    notes += [note for note in (shared_layers_note(lm, layers),) if note]
     unread = unread_keys([((), top.data), (lm.path, lm.data)], accessed)
     if unread and not allow_unmodelled:
         raise KvplanError(refusal(unread), where)
@@ -148,7 +151,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
         mtp_layer=_mtp_layer(lm),
         rope_tables=rope_tables(lm, family, max((layer.head_dim for layer in layers if layer.holds_kv), default=0),
                                 any(layer.drops_old_tokens for layer in layers)),
-        notes=tuple(notes), tower=vision_tower(top, hidden),
+        notes=tuple(notes), tower=vision_tower(top, hidden), resident=resident,
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvplan.models.layers import Layer
+from kvplan.models.resident import ResidentCopy
 from kvplan.models.rope import RopeTable
 from kvplan.models.towers import VisionTower
 
@@ -119,6 +120,8 @@ class ModelSpec:
     stored_weight_bytes: int | None = None  # from the Hub's safetensors headers, for quantized checkpoints
     rope_tables: tuple[RopeTable, ...] = ()  # the cos/sin tables the engine builds beside the weights
     tower: VisionTower | None = None  # a multimodal wrapper's vision tower (models/towers.py)
+    # weights the engines hold beyond the checkpoint's count (models/resident.py); params stays the published count
+    resident: tuple[ResidentCopy, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
