@@ -209,8 +209,11 @@ def test_a_tiny_quota_is_raised_to_the_minimum_slots_and_the_note_says_so():
     # = 2,688, ceil(8,192 x 88,704 / 2 MiB) = ceil(346.5) = 347, 8,192 x 20,480 / 2 MiB = 80; window 8:
     # 64 x 22,020,096 / 2 MiB = 672, 64 x 5,505,024 / 2 MiB = 168. 492 + 3,115 + 840 = 4,447 grains = 9,326,034,944 B.
     assert 320 + 172 + 2_688 + 347 + 80 + 672 + 168 == 4_447
-    notes = kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm",
-                            kv_cache_memory_bytes=1 << 30).to_dict()["notes"]
+    plan = kvplan.estimate(str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm",
+                           kv_cache_memory_bytes=1 << 30).to_dict()
+    notes = plan["notes"]
+    # the memory panel holds the bytes the pools take, not the quota given
+    assert plan["memory"]["kv_cache_bytes"] == 4_447 * 2_097_152 == 9_326_034_944
     pools = next(n for n in notes if n.startswith("DeepSeek-V4 (TensorRT-LLM"))
     assert "9,326,034,944 B, not the 1,073,741,824 B quota: StorageManager raises the quota" in pools
     assert "compressed 8,192 blocks" in pools

@@ -27,6 +27,7 @@ fragmentation are chosen at run time and are not modelled: the plan's notes say 
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from typing import Protocol
 
 from kvplan.capacity import PoolLayout, SplitPools, pool_layout
@@ -412,8 +413,9 @@ class TensorRtLlm(PoolRules):
             utilization_knob="free_gpu_memory_fraction", length_knob="max_seq_len",
             auto_kv_cache_dtype=checkpoint_kv_dtype(target))
 
-    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
-                     last: bool) -> Memory:
+    def _before_kv(self, target: PlanInput, settings: EngineSettings, weights_bytes: int,
+                   last: bool) -> tuple[Memory, int]:
+        """What one rank holds before its KV cache (kv_cache_bytes 0 here), and the free memory's share left."""
         dep, gpu, rules = target.deployment, target.gpu, backend(target)
         activation, graphs = rules.before_kv(target, settings, last)
         outside_torch = CUDA_CONTEXT_BYTES + rules.runtime_bytes(target, settings, last)
@@ -425,19 +427,23 @@ class TensorRtLlm(PoolRules):
         available = max(rules.available(gpu.memory_bytes, used, fraction), 0)
         if dep.kv_cache_memory_bytes is not None and gpu.memory_bytes == 0:
             available = dep.kv_cache_memory_bytes  # no GPU given: the bytes alone size the pool
+        return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
+                      non_torch_bytes=outside_torch, cuda_graph_bytes=graphs), available
+
+    def stage_memory(self, target: PlanInput, settings: EngineSettings, weights_bytes: int, decoder_layers: int,
+                     last: bool) -> Memory:
+        dep, rules = target.deployment, backend(target)
+        memory, available = self._before_kv(target, settings, weights_bytes, last)
         block = _block_bytes(target, settings, decoder_layers, last)
         pool = available
         states = rules.fixed_pool_bytes(target, settings, decoder_layers, last)
         if block and available > 0:
             pool = rules.blocks(available, block // settings.block_size, settings.block_size, dep, states) * block
-        if deepseek_v4.applies(target.spec.layers):  # KVCacheManagerV2's byte quota (trtllm/deepseek_v4.py)
-            deepseek_v4.check_deployment(target)
-            pool = deepseek_v4.quota(target, settings, available,
-                                     deepseek_v4.fp8_rows(dep.kv_cache_dtype, settings.auto_kv_cache_dtype))
-        free = gpu.memory_bytes - used
-        return Memory(gpu.memory_bytes, gpu.memory_bytes, weights_bytes, activation_bytes=activation,
-                      non_torch_bytes=outside_torch, cuda_graph_bytes=graphs,
-                      reserve_bytes=max(0, free - pool), kv_cache_bytes=pool)
+        if deepseek_v4.applies(target.spec.layers):  # KVCacheManagerV2's byte quota (trtllm/deepseek_v4.py),
+            dsv4 = self._dsv4(target, settings)  # or what its pools hold where StorageManager raised it
+            pool = dsv4.total if dsv4.raised else dsv4.quota
+        used = memory.weights_bytes + memory.activation_bytes + memory.cuda_graph_bytes + memory.non_torch_bytes
+        return replace(memory, reserve_bytes=max(0, memory.total_bytes - used - pool), kv_cache_bytes=pool)
 
     def kv_tensor_parallel(self, target: PlanInput) -> int:
         return kv_ranks(target)
@@ -462,11 +468,16 @@ class TensorRtLlm(PoolRules):
         return [deepseek_v4.note(self._dsv4(target, settings))] if deepseek_v4.applies(target.spec.layers) else []
 
     def _dsv4(self, target: PlanInput, settings: EngineSettings) -> deepseek_v4.Dsv4Pools:
-        """DeepSeek-V4's pool groups on one rank (deepseek_v4.py), from the quota stage_memory gives."""
+        """DeepSeek-V4's pool groups on one rank (deepseek_v4.py), from KVCacheManagerV2's byte quota: the free
+        memory's share after what the rank holds before its KV cache (or the bytes given)."""
+        deepseek_v4.check_deployment(target)
         prepared = common.prepare(target, flat_pool=True, settings=settings, rules=self)
         stage = prepared.stages[-1]
-        memory = self.stage_memory(target, settings, stage.weights_bytes, stage.decoder_layers, stage.last)
-        return deepseek_v4.plan_pools(target, memory.kv_cache_bytes, settings.block_size, prepared.kv_bytes,
+        available = self._before_kv(target, settings, stage.weights_bytes, stage.last)[1]
+        dep = target.deployment
+        kv_quota = deepseek_v4.quota(target, settings, available,
+                                     deepseek_v4.fp8_rows(dep.kv_cache_dtype, settings.auto_kv_cache_dtype))
+        return deepseek_v4.plan_pools(target, kv_quota, settings.block_size, prepared.kv_bytes,
                                       settings.max_num_seqs or MAX_BATCH_SIZE, settings.max_model_len,
                                       settings.max_num_batched_tokens or MAX_NUM_TOKENS)
 
