@@ -75,8 +75,12 @@ def test_tensorrt_llm_refuses_bamba_on_both_backends(bamba: str, flags: tuple[st
     # PyTorch backend) and models/__init__.py's MODEL_MAP at 02267d3d (kvplan/engines/trtllm/data/architectures.json)
     data = json.loads((Path(__file__).parent.parent / "kvplan/engines/trtllm/data/architectures.json").read_text())
     assert not any("Bamba" in name for name in json.dumps(data).split('"'))
-    with pytest.raises(KvplanError, match=f"TensorRT-LLM's {re.escape(registry)}"):
+    with pytest.raises(KvplanError, match=f"TensorRT-LLM's {re.escape(registry)}") as refused:
         plan_of(bamba, "1.2.1", "trtllm", *flags)
+    # what fails at start-up is the backend's own table: the PyTorch backend's AutoModelForCausalLM
+    # (_torch/models/modeling_auto.py), the engine backend's missing MODEL_MAP key
+    said = str(refused.value)
+    assert ("AutoModelForCausalLM" in said) == (not flags) and ("no MODEL_MAP key" in said) == bool(flags)
     # --allow-unmodelled plans it with the refusal as a note (no tokens at max_batch_size 2048 on one H100: the
     # Mamba states' fixed cost, a note of the plan's own)
     noted = plan_of(bamba, "1.2.1", "trtllm", *flags, "--allow-unmodelled")

@@ -60,6 +60,11 @@ class Registries:
         (TensorRT-LLM's backends) overrides it."""
         return self.unregistered(spec.architecture, version)
 
+    def consequence(self, dep: Deployment) -> str:
+        """What the engine does at start-up with the refused name; an engine with more than one model table
+        (TensorRT-LLM's backends) says which."""
+        return self.fallback
+
     def check(self, spec: ModelSpec, dep: Deployment, version: str) -> str | None:
         """Refuse a plan for an architecture `version` does not register; with --allow-unmodelled, the note."""
         if spec.architecture == spec.model_type:  # config.json without `architectures` (models/hf_config.py)
@@ -69,5 +74,5 @@ class Registries:
             return None
         if not dep.allow_unmodelled:
             where = dep.where("engine_version" if dep.engine_version else "model")
-            raise KvplanError(f"{line}: {self.fallback}; --allow-unmodelled plans it anyway", where)
+            raise KvplanError(f"{line}: {self.consequence(dep)}; --allow-unmodelled plans it anyway", where)
         return f"{line}: planned with its own layers anyway (--allow-unmodelled)"

@@ -40,6 +40,11 @@ class StoredSources(Registries):
                 f"tensorrt_llm/models/__init__.py MODEL_MAP at {engine['commit'][:8]}, applied to {version}; "
                 f"the PyTorch backend's is the default)")
 
+    def consequence(self, dep: Deployment) -> str:
+        if dep.backend in (None, "pytorch"):
+            return self.fallback
+        return "the engine backend has no model class to convert and build it with (no MODEL_MAP key)"
+
 
 REGISTRIES = StoredSources(
     "TensorRT-LLM", Path(__file__).parent / "data" / "architectures.json",
