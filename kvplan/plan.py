@@ -59,6 +59,7 @@ class EngineSettings:
     expert_placement: ExpertPlacement | None = None  # how MoE experts spread over ranks; None: sliced by TP
     mxfp4_experts: Mxfp4Experts | None = None  # how MXFP4 experts are held once loaded; None: as stored
     auto_kv_cache_dtype: str | None = None  # what the engine makes of kv_cache_dtype auto; None: the model dtype
+    forced_kv_cache_dtype: str | None = None  # what the engine serves whatever kv_cache_dtype says; None: as given
     # tokens a sliding-window or chunked layer holds beyond its window while batches are in flight (vLLM 0.26+
     # max_in_flight_tokens); None: max_num_batched_tokens
     in_flight_tokens: int | None = None

@@ -65,9 +65,15 @@ def test_an_explicit_dtype_wins_from_0_22_and_is_noted_before(tmp_path):
     new = _plan(path, kv_cache_dtype="bfloat16")
     assert new.layout.bytes_per_token == BF16
     assert "--kv-cache-dtype bfloat16 wins over it (vLLM 0.33.0 applies it under auto only)" in _note(new)
-    old = _plan(path, kv_cache_dtype="bfloat16", engine_version="0.21.0")
-    assert "vLLM 0.21.0's Attention serves fp8 for quantization_config.kv_cache_scheme" in _note(old)
-    assert "whatever --kv-cache-dtype says" in _note(old)
+    # 0.15.0-0.21.0 (0.21.0 model_executor/layers/attention/attention.py Attention.__init__): cache_config.cache_dtype
+    # = "fp8" for any scheme, before the KV cache is sized, so the pool is fp8 whatever was typed
+    for version in ("0.21.0", "0.15.0"):
+        old = _plan(path, kv_cache_dtype="bfloat16", engine_version=version)
+        assert (old.kv_dtype, old.layout.bytes_per_token) == ("fp8", FP8)
+        assert _note(old) == (f"KV cache in fp8: vLLM {version}'s Attention serves fp8 for quantization_config."
+                              f"kv_cache_scheme {SCHEME_TEXT} whatever --kv-cache-dtype says (not the bfloat16 given; "
+                              "0.22.0 honours an explicit one)")
+    assert _plan(path, kv_cache_dtype="bfloat16", engine_version="0.14.1").layout.bytes_per_token == BF16
 
 
 def test_a_scheme_vllm_does_not_load_is_noted_as_not_read(tmp_path):

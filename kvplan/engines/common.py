@@ -51,6 +51,9 @@ def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings
     # a dtype the config names (not a flag the user typed) is blamed on the config
     dtype_where = dep.where("dtype") if dep.dtype != "auto" else f"{spec.source.location}: torch_dtype"
     kv_name, kv_bytes = kv_dtype(dep, (settings.auto_kv_cache_dtype if settings else None) or dtype, dtype_where)
+    if settings is not None and settings.forced_kv_cache_dtype:
+        kv_name = settings.forced_kv_cache_dtype
+        kv_bytes = kv_cache_format(kv_name, f"{spec.source.location}: quantization_config")
     weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep),
                             settings.mxfp4_experts if settings is not None else None)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)

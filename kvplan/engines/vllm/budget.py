@@ -366,6 +366,7 @@ class Vllm(PoolRules):
                                                       (dep.where("kv_cache_dtype"), dep.where("gpu")))
             or ("fp8_ds_mla" if common.kernel_block_size(spec) and wanted[:2] == SPARSE_FP8_DEFAULT_IN
                 else modelopt_auto_kv(spec, wanted)) or kv_scheme.auto_kv_cache_dtype(spec, dep, wanted),
+            forced_kv_cache_dtype=kv_scheme.forced_kv_cache_dtype(spec, dep, wanted),
             mxfp4_experts=mxfp4_experts(wanted, gpu.compute_capability,
                                              1 if placement is None or placement.whole else placement.ranks),
             in_flight_tokens=in_flight_tokens(dep, wanted, tokens, runner.v2), model_runner=runner.name,

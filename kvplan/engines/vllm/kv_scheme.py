@@ -46,6 +46,13 @@ def auto_kv_cache_dtype(spec: ModelSpec, dep: Deployment, wanted: tuple[int, ...
     return SCHEME_DTYPE if dep.kv_cache_dtype == "auto" and _applies(spec, wanted) else None
 
 
+def forced_kv_cache_dtype(spec: ModelSpec, dep: Deployment, wanted: tuple[int, ...]) -> str | None:
+    """fp8 where the release serves the scheme in fp8 over an explicit kv_cache_dtype (0.15.0-0.21.0: Attention.__init__
+    sets cache_config.cache_dtype before the KV cache is sized); None otherwise."""
+    explicit = dep.kv_cache_dtype != "auto"
+    return SCHEME_DTYPE if explicit and wanted[:2] < AUTO_ONLY_FROM and _applies(spec, wanted) else None
+
+
 def note(spec: ModelSpec, dep: Deployment, release: str, kv_name: str) -> str | None:
     """What the plan says of the scheme: read as the release reads it, or why it is not."""
     text = spec.quantization.kv_cache_scheme if spec.quantization else None
@@ -63,6 +70,6 @@ def note(spec: ModelSpec, dep: Deployment, release: str, kv_name: str) -> str | 
     if dep.kv_cache_dtype == "auto":
         return f"KV cache in fp8: vLLM {release}'s Attention serves kv_cache_dtype auto in fp8 for {key}"
     if wanted[:2] < AUTO_ONLY_FROM:
-        return (f"vLLM {release}'s Attention serves fp8 for {key} whatever --kv-cache-dtype says (0.22.0 honours "
-                f"an explicit one); kvplan plans the {kv_name} given")
+        return (f"KV cache in fp8: vLLM {release}'s Attention serves fp8 for {key} whatever --kv-cache-dtype says "
+                f"(not the {dep.kv_cache_dtype} given; 0.22.0 honours an explicit one)")
     return f"{key}: --kv-cache-dtype {dep.kv_cache_dtype} wins over it (vLLM {release} applies it under auto only)"
