@@ -24,8 +24,8 @@ class ValueFromKey:
       v_proj, 0.33.0 _gemma4_layer_weights_mapper loads it into the shards ["k", "v"].
     - SGLang 0.5.11 and 0.5.23 srt/models/gemma4_causal.py (and gemma4_mm.py): Gemma4Attention's QKVParallelLinear,
       load_weights's should_dup_k_to_v for the layers _get_k_eq_v_layers names.
-    - TensorRT-LLM modeling_gemma4.py Gemma4Attention (a QKNormRoPEAttention with its fused qkv_proj; the weight
-      mapper duplicates k_proj as v_proj).
+    - TensorRT-LLM _torch/models/modeling_gemma4.py@00e7d103 Gemma4Attention (a QKNormRoPEAttention with its fused
+      qkv_proj; the weight mapper duplicates k_proj as v_proj).
 
     The V slot is as wide as K's (kv heads x head dim) and, in a quantized checkpoint, in K's format: it is counted
     as attention parameters of the layers that hold it."""
