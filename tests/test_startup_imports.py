@@ -74,3 +74,22 @@ def test_every_lazy_module_exists():
 @pytest.mark.parametrize("module", [m for m, extra in LAZY.items() if extra])
 def test_a_lazy_module_loads_where_it_is_needed(module):
     assert module in loaded(["estimate", "--gpu", "h100", *LAZY[module]])
+
+
+def test_command_annotations_are_objects_not_strings():
+    """typer 0.20 (utils.get_params_from_function) reads a command's annotations on every run: strings (a
+    `from __future__ import annotations` in a command module) are compiled and evaluated twice each, 10 M of the
+    estimate's instructions (kvplan/cli/app.py)."""
+    from importlib import import_module
+
+    from kvplan.cli.app import COMMANDS
+
+    functions = [import_module("kvplan.cli.app")._root]
+    for name in COMMANDS:
+        module = import_module(f"kvplan.cli.{name}")
+        functions += ([info.callback for info in module.app.registered_commands] if name == "models"
+                      else [module.COMMAND])
+    strings = [f"{function.__module__}.{function.__name__}({parameter})"
+               for function in functions for parameter, annotation in function.__annotations__.items()
+               if isinstance(annotation, str)]
+    assert len(functions) > len(COMMANDS) and not strings

@@ -1,7 +1,9 @@
 """The typer app and the entry point that turns user mistakes into one line and exit code 2. Each command's
-module is imported only when that command runs."""
+module is imported only when that command runs.
 
-from __future__ import annotations
+The command modules (and this one) do without `from __future__ import annotations`: typer reads a command's
+annotations on every run, and as strings typer 0.20 utils.get_params_from_function would compile and evaluate
+each twice (inspect.signature(eval_str=True), then typing.get_type_hints): 10 M instructions of an estimate."""
 
 import re
 import sys

@@ -1,7 +1,5 @@
 """kvplan check: parse the options, run the check, render the findings in the chosen format."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """kvplan estimate: gather the deployment from the front doors, call the core, render."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -93,7 +91,7 @@ def estimate(
     return 0 if all(result.plan.capacity.fits for result in results) else 1
 
 
-def json_document(results: list[Estimate]) -> Any:
+def json_document(results: "list[Estimate]") -> Any:
     """The --json document (and kvplan serve's): one plan's, or a list of them when several GPUs are named."""
     documents = [result.to_dict() for result in results]
     return documents if len(documents) > 1 else documents[0]

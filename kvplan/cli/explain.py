@@ -1,7 +1,5 @@
 """kvplan explain: read a vLLM startup log, replay it through kvplan and predict it from scratch, term by term."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

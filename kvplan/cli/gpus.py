@@ -1,7 +1,5 @@
 """kvplan gpus: the catalogue."""
 
-from __future__ import annotations
-
 from dataclasses import asdict
 
 from kvplan.cli.options import JsonFlag

@@ -1,7 +1,5 @@
 """kvplan models: list, show and import specs."""
 
-from __future__ import annotations
-
 import os
 import sys
 import tempfile

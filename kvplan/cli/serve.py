@@ -2,8 +2,6 @@
 app by its import path, so the command line does not import the server package (which imports the CLI's
 document helpers)."""
 
-from __future__ import annotations
-
 import ipaddress
 import sys
 from typing import Annotated

@@ -1,8 +1,6 @@
 """kvplan simulate: build the deployment's plan, read or generate the workload, play it through the allocators,
 render."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -105,7 +103,7 @@ def simulate(
     return 0
 
 
-def _one_plan(deployment: Deployment, token: str | None) -> Plan:
+def _one_plan(deployment: "Deployment", token: str | None) -> "Plan":
     from kvplan.api import estimates
     from kvplan.errors import KvplanError
 
@@ -115,7 +113,7 @@ def _one_plan(deployment: Deployment, token: str | None) -> Plan:
     return results[0].plan
 
 
-def _print(report: SimulationReport, json_output: bool, plan_error: str | None) -> None:
+def _print(report: "SimulationReport", json_output: bool, plan_error: str | None) -> None:
     """The report, for scripts or people; plan_error: why the plan itself would not serve (said on stderr)."""
     if json_output:
         from kvplan.cli.output import print_json

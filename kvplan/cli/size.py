@@ -1,7 +1,5 @@
 """kvplan size: gather the deployment and the targets, call the search, render the options."""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -105,7 +103,7 @@ def _headroom(share: float) -> str:
     return f"x{share:.2f}" if share >= 0.01 else "x<0.01"
 
 
-def _row(number: int, option: Option, sizing: Sizing, limits: bool, host: bool = False) -> list[str]:
+def _row(number: int, option: "Option", sizing: "Sizing", limits: bool, host: bool = False) -> list[str]:
     split = option.split
     row = [str(number), f"{option.count}x {option.gpu.id}", f"{split.tensor}/{split.pipeline}/{split.data}",
            option.deployment.kv_cache_dtype, option.deployment.quantization or "as stored",
@@ -120,7 +118,7 @@ def _row(number: int, option: Option, sizing: Sizing, limits: bool, host: bool =
     return row
 
 
-def _table(title: str, options: list[Option], sizing: Sizing, first: int, limits: bool = False) -> None:
+def _table(title: str, options: "list[Option]", sizing: "Sizing", first: int, limits: bool = False) -> None:
     from rich.table import Table
 
     from kvplan.cli.output import console
@@ -139,7 +137,7 @@ def _table(title: str, options: list[Option], sizing: Sizing, first: int, limits
     sys.stdout.write("".join(f"  {number}  {option.command()}\n" for number, option in enumerate(options, first)))
 
 
-def render(sizing: Sizing, top: int) -> None:
+def render(sizing: "Sizing", top: int) -> None:
     wanted = " and ".join(str(t) for t in sizing.targets)
     ranked = "cost per hour" if sizing.priced else "GPU count, then total GPU memory"
     if sizing.found:

@@ -1,7 +1,5 @@
 """kvplan verify: gather the deployment from the front doors, hold its plan against the real device, render."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -104,7 +102,7 @@ def _checked_numbers(kernel: str, batch: int, context: str, max_pool_bytes: str)
     return longest, cap
 
 
-def _check_dry_run_target(device: str | None, deployment: Deployment) -> None:
+def _check_dry_run_target(device: str | None, deployment: "Deployment") -> None:
     from kvplan.errors import KvplanError
 
     if (device or "").strip().lower() == "cpu" and deployment.gpu is None and deployment.gpu_memory_bytes is None \
