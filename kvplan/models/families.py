@@ -43,6 +43,8 @@ FAMILIES: dict[str, Family] = {
     "mixtral": LLAMA,
     "qwen2": Family(qkv_bias=True, exact=True),
     "qwen2_moe": Family(qkv_bias=True),
+    # Qwen2-VL-7B-Instruct: 7,615,616,512 (Qwen2-7B's) + 675,759,104 tower = the Hub's 8,291,375,616
+    "qwen2_vl": Family(qkv_bias=True, exact=True),
     "qwen2_5_vl": Family(qkv_bias=True, exact=True),  # Qwen2.5-VL-7B's text model: Qwen2.5-7B's 7,615,616,512
     "qwen3": Family(qk_norm=True, exact=True),
     "qwen3_moe": Family(qk_norm=True, exact=True),

@@ -1,6 +1,6 @@
 """The towers counted module by module: each wrapper's model_type (config.json) names its tower's modules
-(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2.5-VL, Qwen3-VL, Kimi-K3 and Qwen2-Audio's audio
-tower match a published count to the parameter; Gemma 4's vision and audio towers match their model card's ~550M
+(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Kimi-K3 and Qwen2-Audio's
+audio tower match a published count to the parameter; Gemma 4's vision and audio towers match their model card's ~550M
 and ~300M and bring the gemma-4-31b-it weights to 0.24 GiB under its vLLM log (engine-calibration Y13; 0.53 GiB
 before)."""
 
@@ -28,6 +28,25 @@ def qwen2_5_vl(vision: ConfigFields, text_hidden: int) -> int:
     block = 2 * hidden + _linear(hidden, 3 * hidden) + _linear(hidden, hidden) + 2 * _linear(hidden, inner) \
         + _linear(inner, hidden)
     merger = hidden + _linear(merged, merged) + _linear(merged, vision.integer("out_hidden_size", text_hidden))
+    return patch_embed + vision.integer("depth") * block + merger
+
+
+def qwen2_vl(vision: ConfigFields, text_hidden: int) -> int:
+    """Qwen2-VL (vLLM 0.33.0 qwen2_vl.py Qwen2VisionTransformer; Qwen2VLVisionConfig names the width embed_dim and
+    the merger's output hidden_size): a Conv3d patch embedding without bias (channels x temporal_patch_size x
+    patch^2 -> embed_dim); per block two LayerNorms (weight and bias), qkv and proj with biases and a two-layer
+    MLP of int(embed_dim x mlp_ratio) with biases; the merger's LayerNorm of embed_dim and its MLP from
+    spatial_merge_size^2 x embed_dim through the same width to hidden_size. Qwen2-VL-7B-Instruct: 675,759,104,
+    which beside its Qwen2 text model's 7,615,616,512 is the 8,291,375,616 its safetensors give
+    (tests/test_tower_peak_issue20_more.py)."""
+    width = vision.integer("embed_dim")
+    inner = int(width * (vision.number("mlp_ratio") or 4))  # Qwen2VLVisionConfig's mlp_ratio 4
+    patch, temporal = vision.integer("patch_size", 14), vision.integer("temporal_patch_size", 2)
+    merged = width * vision.integer("spatial_merge_size", 2) ** 2
+    patch_embed = vision.integer(("in_chans", "in_channels"), 3) * temporal * patch * patch * width
+    block = 4 * width + _linear(width, 3 * width) + _linear(width, width) + _linear(width, inner) \
+        + _linear(inner, width)
+    merger = 2 * width + _linear(merged, merged) + _linear(merged, vision.integer("hidden_size", text_hidden))
     return patch_embed + vision.integer("depth") * block + merger
 
 
@@ -205,7 +224,7 @@ def qwen2_audio(audio: ConfigFields, text_hidden: int) -> int:
 
 
 TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
-    "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d, "gemma4": gemma4_vision,
+    "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d, "gemma4": gemma4_vision,
 }
 VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": gemma4_vision_shape}
 

@@ -37,6 +37,8 @@ class VisionTower:
     output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
     has_audio: bool
     bidirectional: bool  # text_config use_bidirectional_attention "vision": image tokens attend both ways (Gemma 4)
+    norm_type: str = ""  # vision_config norm_type as given (InternViT: layer_norm or rms_norm), "" where left out
+    qk_normalization: bool | None = None  # vision_config qk_normalization as given (InternViT), None where left out
     hidden_size: int = 0  # the tower's own width, its MLP's and one head's (0 where the config leaves them out)
     intermediate_size: int = 0
     head_dim: int = 0
@@ -61,10 +63,19 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
     deepstack = vision.array("deepstack_visual_indexes") or []
     if not all(isinstance(index, int) and not isinstance(index, bool) for index in deepstack):
         raise vision.fail("deepstack_visual_indexes", f"must list layer indexes (integers), got {deepstack!r:.60}")
-    out = vision.optional_int("out_hidden_size") or text_hidden
+    # Qwen2VLVisionConfig names the ViT's width embed_dim and its MLP's mlp_ratio x that; its hidden_size is the
+    # merger's output (vLLM 0.33.0 qwen2_vl.py Qwen2VisionTransformer: blocks of embed_dim, mlp_hidden_dim =
+    # int(dim * mlp_ratio), Qwen2VisionPatchMerger(d_model=hidden_size)). Elsewhere hidden_size is the width.
+    width_key = "embed_dim" if vision.has("embed_dim") else "hidden_size"
+    width = vision.optional_int(width_key) or 0
+    ratio = vision.number("mlp_ratio")
+    inner = vision.optional_int("intermediate_size") or (int(width * ratio) if ratio is not None else 0)
+    merger_out = vision.optional_int("hidden_size") if width_key == "embed_dim" else None
+    out = vision.optional_int("out_hidden_size") or merger_out or text_hidden
     shapes = tower_params.shapes(top)
     tokens = (vision.optional_int("default_output_length")
               or top.optional_int(("mm_tokens_per_image", "vision_soft_tokens_per_image")) or 0)
+    qk_norm = vision.flag("qk_normalization", False) if vision.has("qk_normalization") else None
     return VisionTower(
         config_type=top.text("model_type") or "", vision_type=vision.text("model_type") or "",
         patch_size=vision.integer("patch_size", 14), merge_size=vision.optional_int("spatial_merge_size") or 0,
@@ -74,8 +85,8 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         image_size=vision.optional_int("image_size") or 0, tokens_per_image=tokens,
         output_width=out * (1 + len(deepstack)), has_audio=top.nested("audio_config") is not None,
         bidirectional=(top.nested("text_config") or top).text("use_bidirectional_attention") == "vision",
-        hidden_size=vision.optional_int(("hidden_size", "embed_dim")) or 0,
-        intermediate_size=vision.optional_int("intermediate_size") or 0,
+        hidden_size=width, intermediate_size=inner, norm_type=vision.text("norm_type") or "",
+        qk_normalization=qk_norm,
         head_dim=vision.optional_int("head_dim") or 0,
         position_embedding_size=vision.optional_int("position_embedding_size") or 0,
         channels=vision.integer(("num_channels", "in_channels", "in_chans"), 3), tiling=_tiling(top),

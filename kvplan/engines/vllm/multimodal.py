@@ -15,7 +15,8 @@ dtype: multimodal/processing/context.py _postprocess_output), so both add to the
 so in 0.19.0, 0.20.0 and 0.22.0 too, as the v0.19 Gemma 3 logs confirm (tests/test_multimodal_v019.py). The tower's own run
 comes first and is freed; the profiled peak is the larger of the two phases (torch's allocated peak over the whole
 profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4, Gemma 3
-(SigLIP), Qwen2.5-VL, Qwen3-VL / Qwen3.5 and Llama 4 (each Processor's tower_peak); not for Qwen2-VL or InternVL.
+(SigLIP), Qwen2-VL, Qwen2.5-VL, Qwen3-VL / Qwen3.5, Llama 4 and InternVL (InternViT-300M's layout; each
+Processor's tower_peak).
 
 How the vision towers' peaks are read (vLLM 0.33.0; 0.19.0's siglip.py, qwen2_5_vl.py, qwen3_vl.py and mllama4.py
 run the same forwards): profile_run calls embed_multimodal on the whole batch at once, eagerly
@@ -326,15 +327,54 @@ class InternVL(Processor):
         tile = tower.channels * side ** 2
         tiles = internvl_tiles(tower.tiling or Tiling(), kwargs)
         image = tiles * per_tile
-        items = {"image": Item(image, image, tiles * tile)}
+        # InternViT encodes a tile as its (side / patch)^2 patches and the class token (InternVisionEmbeddings)
+        patches = (side // tower.patch_size) ** 2 + 1
+        items = {"image": Item(image, image, tiles * tile, frames=tiles, patches=patches)}
         if tower.text_type in INTERNVL_VIDEO_TEXT:
             beside = image if count(limits, "image", False) > 0 else 0
             frames = max((max_model_len - beside) // per_tile, 1)
             video = limits.get("video")
             if isinstance(video, dict) and isinstance(video.get("num_frames"), int):
                 frames = min(frames, video["num_frames"])
-            items["video"] = Item(frames * per_tile, frames * per_tile, frames * tile)
+            items["video"] = Item(frames * per_tile, frames * per_tile, frames * tile, frames=frames,
+                                  patches=patches)
         return items
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
+        """internvl.py extract_feature runs InternVisionModel (intern_vit.py) over the batch's tiles, S = (side /
+        patch)^2 + 1 tokens each (images and video frames alike). InternVisionEmbeddings.forward holds the patch
+        embeddings, their torch.cat with the class token and the sum with the position table at once; the
+        model's forward keeps that sum (the encoder's input) through the encoder, and from the second layer on
+        InternVisionEncoder's loop holds the layer's input beside it. In InternVisionEncoderLayer.forward (eager:
+        compile_mm_encoder is off, so support_torch_compile leaves it alone) the attention holds norm1's output,
+        qkv's (3 x hidden / TP, chunked into views), the MMEncoderAttention output (hidden / TP: FlashAttention
+        for head size 64, q, k and v viewed, not copied) and proj's (hidden); the MLP holds the attention's sum,
+        norm2's output and fc1's output (intermediate / TP) with its GELU (F.gelu, out of place, compiled or not),
+        then the GELU and fc2's output. InternParallelAttention runs whole where the heads do not divide over
+        TP. Under --mm-encoder-tp-mode data the embeddings of all the tiles are made on every rank and
+        run_dp_sharded_vision_model pads them (F.pad: a copy) before a rank runs its share of the encoder. The
+        pixel shuffle and mlp1 after it hold less (at most three copies of S - 1 hidden a tile). Derived for
+        InternViT with norm_type layer_norm (nn.LayerNorm) and no qk_normalization, as InternViT-300M's config
+        sets them; InternVisionConfig's defaults where left out (rms_norm, qk_normalization) are not."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches and tower.depth > 1
+                and tower.norm_type == "layer_norm" and tower.qk_normalization is False):
+            return 0
+        tiles = batch * item.frames
+        share = _share(tiles, ranks)
+        hidden, inner = tower.hidden_size, tower.intermediate_size // split
+        heads = tower.num_heads or 1
+        part = hidden // split if heads % split == 0 else hidden  # InternParallelAttention's TP
+        tokens = item.patches
+        pixels = batch * item.pixels * dtype_bytes
+        embeddings = tiles * tokens * hidden
+        padded = share * ranks * tokens * hidden if ranks > 1 else 0
+        embed = tiles * (3 * tokens - 1) * hidden  # the patch embeddings, their cat and the positions' sum
+        attention = hidden + hidden + 3 * part + part + hidden  # the layer's input, norm1, qkv, attention, proj
+        mlp = 3 * hidden + max(2 * inner, inner + hidden)  # the layer's input, the sum, norm2, fc1 / GELU / fc2
+        layers = embeddings + padded + share * tokens * max(attention, mlp)
+        return pixels + max(embed, layers) * dtype_bytes
 
 
 INTERNVL_MOST_TILES = 4096  # kvplan's bound on max_dynamic_patch, as for the config's (models/fields.py)
@@ -461,6 +501,36 @@ class QwenVL(Processor):
         return tower.hidden_size // (tower.num_heads or QWEN_HEADS)
 
 
+class Qwen2VL(QwenVL):
+    """Qwen2-VL: QwenVL's processor before qwen2_vl.py's Qwen2VisionTransformer."""
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
+        """qwen2_vl.py _process_image_input / _process_video_input run Qwen2VisionTransformer over all the batch's
+        patches (N = tokens x spatial_merge_size^2 an item; hidden is vision_config embed_dim, intermediate
+        int(embed_dim x mlp_ratio)). Through its blocks it keeps the rotary cos / sin (rot_pos_emb: head_dim /
+        2 values a patch each). Each Qwen2VisionBlock holds its input x (the tower's loop holds it too) and
+        norm1's output (nn.LayerNorm); Qwen2VisionAttention.forward holds qkv's output (3 x hidden / TP), the
+        torch.cat of q and k (2 x hidden / TP) and its rotated copy (ApplyRotaryEmb, enforce-enabled: vllm_flash_attn
+        apply_rotary_emb, out of place), the FlashAttention output (hidden / TP; the rearranged context of a
+        one-item batch is a view) and proj's (hidden). Split over TP, split_qkv all-gathers qkv first
+        (tensor_model_parallel_all_gather: the gathered buffer and the copy its movedim / reshape makes, 3 x hidden
+        each, the copy kept while q, k and v view it). The MLP holds x, the attention's sum, norm2's output and
+        fc1's output (intermediate / TP) with QuickGELU's: compiled (custom ops off: forward_native, x *
+        sigmoid(1.702 x)) two more intermediates at once, eager (its gelu_quick kernel) one; then the activation
+        and fc2's output. The merger after the blocks holds less."""
+        if not (tower.hidden_size and tower.intermediate_size and item.patches):
+            return 0
+        patches, inputs = self._on_rank(item, batch, dtype_bytes, ranks)
+        hidden, part, inner = tower.hidden_size, tower.hidden_size // split, tower.intermediate_size // split
+        gathered = 3 * hidden if split > 1 else 0  # split_qkv's all-gathered qkv, kept through the attention
+        attention = 2 * hidden + 3 * part + gathered + 2 * part + 2 * part + part + hidden
+        gather = 2 * hidden + 3 * part + 2 * gathered  # the all-gather's buffer beside its reshaped copy
+        mlp = 3 * hidden + max((3 if compiled else 2) * inner, inner + hidden)
+        return inputs + patches * (max(attention, gather, mlp) + self._rotary(tower)) * dtype_bytes
+
+
 class Qwen25VL(QwenVL):
     """Qwen2.5-VL: Qwen2-VL's processor (QwenVL) before qwen2_5_vl.py's Qwen2_5_VisionTransformer."""
 
@@ -540,7 +610,7 @@ PROCESSORS: dict[str, Processor] = {
     "Gemma4ForConditionalGeneration": Gemma4(),
     "InternVLChatModel": InternVL(),
     "Llama4ForConditionalGeneration": Llama4(),
-    "Qwen2VLForConditionalGeneration": QwenVL(),
+    "Qwen2VLForConditionalGeneration": Qwen2VL(),
     "Qwen2_5_VLForConditionalGeneration": Qwen25VL(),
     "Qwen3VLForConditionalGeneration": Qwen3VL(),
     "Qwen3VLMoeForConditionalGeneration": Qwen3VL(),
