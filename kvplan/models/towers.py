@@ -53,6 +53,10 @@ class VisionTower:
     # the encoders' sizes where the wrapper's rules read them (tower_params.shapes: Gemma 4), None elsewhere
     encoder: tower_params.EncoderShape | None = None
     audio: tower_params.AudioShape | None = None
+    # vision_config's num_hidden_layers and hidden_size keys as given (each None where left out), the two attributes
+    # SGLang's adjust_mem_fraction_for_vlm reads by those names (a Qwen-VL tower's `depth` is not one of them); None
+    # without a vision_config
+    named_sizes: tuple[int | None, int | None] | None = None
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -94,7 +98,8 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         audio_params=tower_params.audio(top, text_hidden),
         depth=vision.optional_int(("depth", "num_hidden_layers")) or 0,
         num_heads=vision.optional_int(("num_heads", "num_attention_heads")) or 0, deepstack=tuple(deepstack),
-        encoder=shapes[0], audio=shapes[1])
+        encoder=shapes[0], audio=shapes[1],
+        named_sizes=(vision.optional_int("num_hidden_layers"), vision.optional_int("hidden_size")))
 
 
 def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:

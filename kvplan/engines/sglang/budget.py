@@ -34,10 +34,12 @@ from kvplan.engines.sglang.defaults import (
     AITER_ABOVE_CONTEXT,
     AITER_FRACTION,
     MAX_PREFILL_TOKENS,
+    VisionFractionCut,
     default_mem_fraction,
     gpu_defaults,
     prefill_graph_mib,
-    vlm_mem_fraction,
+    vision_fraction_cut,
+    vlm_mem_fraction,  # noqa: F401 (named here by tests/test_sglang_rules.py)
 )
 from kvplan.engines.sglang.hicache import host_tier
 from kvplan.engines.sglang.lora import lora_pool
@@ -161,8 +163,17 @@ def settings_version(dep: Deployment) -> str:
 
 
 def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int, release: tuple[int, ...]) -> float:
-    """mem_fraction_static by server_args' heuristic for this release, lowered for a vision tower; 0.88 where the GPU
-    size is not known (server_args' fallback)."""
+    """mem_fraction_static by server_args' heuristic for this release, lowered for a vision tower (after the
+    fallback too: every release runs adjust_mem_fraction_for_vlm on whichever fraction it chose)."""
+    cut = _vision_cut(target)
+    base = _heuristic_fraction(target, mib, chunked, graph_bs, release)
+    return cut.apply(base) if cut is not None else base
+
+
+def _heuristic_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int,
+                        release: tuple[int, ...]) -> float:
+    """server_args' heuristic before any vision-tower cut; 0.88 where the GPU size is not known (server_args'
+    fallback)."""
     if mib <= 0:
         return 0.88
     dep = target.deployment
@@ -170,16 +181,25 @@ def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int
                                 prefill_graphs_captured(target, release))
     # chunked prefill off (-1): the activation reserve counts max_prefill_tokens (server_args.py), no prefill sizes
     activation = MAX_PREFILL_TOKENS if chunked < 0 else chunked
-    fraction = default_mem_fraction(mib, dep.tensor_parallel_size, dep.pipeline_parallel_size, activation, graph_bs,
-                                    attention_dp(target), _speculative_algorithm(target), release, prefill)
-    tower = _vision_tower(target)
-    return vlm_mem_fraction(fraction, *tower) if tower is not None else fraction
+    return default_mem_fraction(mib, dep.tensor_parallel_size, dep.pipeline_parallel_size, activation, graph_bs,
+                                attention_dp(target), _speculative_algorithm(target), release, prefill)
 
 
-def _vision_tower(target: PlanInput) -> tuple[int, int] | None:
-    """(layers, hidden size) of the model's vision tower, where the spec records them."""
-    layers, hidden = getattr(target.spec, "vision_layers", None), getattr(target.spec, "vision_hidden_size", None)
-    return (int(layers), int(hidden)) if layers and hidden else None
+def _vision_cut(target: PlanInput) -> VisionFractionCut | None:
+    """How adjust_mem_fraction_for_vlm lowers the default fraction for the model's vision_config; None without one
+    (an audio tower alone: Qwen2-Audio), where it returns the fraction as it is."""
+    tower = target.spec.tower
+    if tower is None or tower.named_sizes is None:
+        return None
+    return vision_fraction_cut(*tower.named_sizes, tower.config_type)
+
+
+def _fraction_inputs(target: PlanInput) -> tuple[float, int, int, tuple[int, ...]]:
+    """(GPU MiB, chunked prefill size, decode CUDA-graph batch, release) the default fraction is taken from."""
+    dep = target.deployment
+    release, mib = release_of(dep.engine_version), gpu_mib(target.gpu)
+    chunked, graph_bs = gpu_defaults(mib, dep.tensor_parallel_size, release)
+    return mib, dep.max_num_batched_tokens or chunked, graph_bs, release
 
 
 def state_bytes_per_request(target: PlanInput) -> int:
@@ -217,8 +237,7 @@ class Sglang(PoolRules):
         if first is not None and release < first:
             raise KvplanError(f"SGLang {settings_version(dep)} has no --kv-cache-dtype {dep.kv_cache_dtype} (from "
                               f"{'.'.join(map(str, first))})", dep.where("kv_cache_dtype"))
-        chunked, graph_bs = gpu_defaults(mib, tp, release)
-        chunked = dep.max_num_batched_tokens or chunked
+        _, chunked, graph_bs, _ = _fraction_inputs(target)
         fraction = dep.gpu_memory_utilization
         if fraction is None:
             fraction = _default_fraction(target, mib, chunked, graph_bs, release)
@@ -417,11 +436,9 @@ class Sglang(PoolRules):
                          common.model_dtype(target.spec, target.deployment, target.gpu)[0])
         if lora:
             notes.append(lora_note(lora, target.spec.num_layers // target.deployment.pipeline_parallel_size))
-        # arg_groups/memory_hook.py adjust_mem_fraction_for_vlm (0.5.23) returns the fraction as it is where the
-        # config has no vision_config (an audio tower alone: Qwen2-Audio)
-        if not given and target.spec.tower is not None and _vision_tower(target) is None:
-            notes.append("vision tower: SGLang lowers its default mem_fraction_static by the tower's size "
-                         "(adjust_mem_fraction_for_vlm); the spec does not give that size, so it is not applied")
+        cut = _vision_cut(target)
+        if not given and cut is not None and fraction is not None and fraction > 0:
+            notes.append(cut.note(_heuristic_fraction(target, *_fraction_inputs(target))))
         dep = target.deployment
         tower_note = towers.note(target)
         if tower_note:

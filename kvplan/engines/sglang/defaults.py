@@ -10,6 +10,8 @@ _generate_piecewise_cuda_graph_tokens: the same sizes), arg_groups/attention_hoo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kvplan.engines.sglang.releases import (
     EAGLE_RESERVE_4_GIB_FROM,
     LARGER_20_35_GIB_DEFAULTS_FROM,
@@ -90,6 +92,79 @@ def default_mem_fraction(gpu_mib: float, tp: int, pp: int, chunked: int, graph_b
         reserved = max(reserved, 10 * 1024)
     reserved += speculative_mib(speculative, release)
     return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+# adjust_mem_fraction_for_vlm reads getattr(vision_config, "num_hidden_layers", 24) and getattr(vision_config,
+# "hidden_size", 1024) on the transformers config SGLang loads: a key the config.json gives, else the default of the
+# vision config class where the class declares that attribute, else SGLang's own 24 and 1024.
+VIT_L_LAYERS, VIT_L_HIDDEN = 24, 1024
+
+
+@dataclass(frozen=True)
+class ClassSizes:
+    """What one transformers vision config class answers for the two attributes when config.json leaves them out:
+    its declared default, or None where it declares no such attribute (so SGLang's default is read)."""
+
+    name: str
+    layers: int | None
+    hidden: int | None
+
+
+# By the wrapper's model_type, as read in transformers 5.19.0 (SGLang 0.5.23's pin; 5.6.0 for 0.5.11 and 4.57.1 for
+# 0.5.9 have the same fields): the Qwen-VL towers name their depth `depth`, so num_hidden_layers is not an attribute.
+VISION_CLASS_SIZES = {
+    "qwen2_vl": ClassSizes("Qwen2VLVisionConfig", None, 3584),  # configuration_qwen2_vl.py: depth 32, embed_dim 1280
+    "qwen2_5_vl": ClassSizes("Qwen2_5_VLVisionConfig", None, 3584),  # configuration_qwen2_5_vl.py: depth 32
+    "qwen3_vl": ClassSizes("Qwen3VLVisionConfig", None, 1152),  # configuration_qwen3_vl.py: depth 27
+    "gemma3": ClassSizes("SiglipVisionConfig", 12, 768),  # configuration_siglip.py
+    "gemma4": ClassSizes("Gemma4VisionConfig", 16, 768),  # configuration_gemma4.py
+}
+
+
+@dataclass(frozen=True)
+class VisionFractionCut:
+    """adjust_mem_fraction_for_vlm, applied to the default mem_fraction_static only (never to a given one) of a
+    model SGLang treats as multimodal with a vision_config: the same rule in 0.5.9 and 0.5.11 (server_args.py
+    ServerArgs.adjust_mem_fraction_for_vlm), 0.5.19 and 0.5.23 (arg_groups/memory_hook.py). 0.5.23's branch that
+    takes a flat 8 GiB instead runs only under post-capture KV sizing, off by default
+    (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING False, environ.py)."""
+
+    layers: int
+    hidden: int
+    layers_from: str  # where each figure comes from: the config, the class's default, or SGLang's
+    hidden_from: str
+
+    @property
+    def complexity(self) -> float:
+        """The tower's layers x hidden^2 over ViT-L/14's 24 x 1024^2."""
+        return self.layers * self.hidden ** 2 / (VIT_L_LAYERS * VIT_L_HIDDEN ** 2)
+
+    def apply(self, fraction: float) -> float:
+        return vlm_mem_fraction(fraction, self.layers, self.hidden)
+
+    def note(self, before: float) -> str:
+        return (f"vision tower: SGLang lowers its default mem_fraction_static {before} to {self.apply(before)} "
+                f"(adjust_mem_fraction_for_vlm: {self.layers} layers ({self.layers_from}) x hidden "
+                f"{self.hidden:,}^2 ({self.hidden_from}) = {self.complexity:.4f} x ViT-L/14's 24 x 1024^2; x 0.95 x "
+                "(1 - 0.1 x (that - 1)), kept within 0.8-1.05)")
+
+
+def vision_fraction_cut(named_layers: int | None, named_hidden: int | None, wrapper: str) -> VisionFractionCut:
+    """The two figures adjust_mem_fraction_for_vlm reads for a tower: config.json's keys, else the class's."""
+    sizes = VISION_CLASS_SIZES.get(wrapper)
+
+    def figure(given: int | None, key: str, declared: int | None, sglang: int) -> tuple[int, str]:
+        if given is not None:
+            return given, f"vision_config {key}"
+        if sizes is None:
+            return sglang, f"SGLang's default; vision_config has no {key} and the {wrapper!r} class's default is not read"
+        if declared is None:
+            return sglang, f"SGLang's default: {sizes.name} has no {key}"
+        return declared, f"{sizes.name}'s default"
+
+    layers, layers_from = figure(named_layers, "num_hidden_layers", sizes.layers if sizes else None, VIT_L_LAYERS)
+    hidden, hidden_from = figure(named_hidden, "hidden_size", sizes.hidden if sizes else None, VIT_L_HIDDEN)
+    return VisionFractionCut(layers, hidden, layers_from, hidden_from)
 
 
 def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int = 1024) -> float:
