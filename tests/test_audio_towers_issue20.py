@@ -51,7 +51,9 @@ def test_audio_tower_without_vision_config_counts_to_the_published_total():
     assert spec.params.total == PUBLISHED
     assert spec.params.exact
     assert spec.params.vision == AUDIO  # the towers' parameters, kept at the model dtype like a vision tower's
-    assert spec.tower is None  # no vision tower: nothing for an image processor to profile
+    # no vision tower: the spec's tower is the audio encoder alone (models/towers.py audio_tower), for vLLM's
+    # Qwen2-Audio processor to profile
+    assert spec.tower is not None and not spec.tower.has_vision and spec.tower.audio_encoder is not None
 
 
 def test_sparse_text_config_takes_qwen2_defaults():
@@ -66,9 +68,9 @@ def test_sparse_text_config_takes_qwen2_defaults():
     assert spec.max_context == 8192 and spec.vocab_size == 156032 and not spec.tie_word_embeddings
 
 
-def test_vllm_layout_of_an_audio_only_tower_is_named_not_modelled():
+def test_vllm_layout_of_an_audio_only_tower_is_named():
     # vLLM 0.33.0 qwen2_audio.py: Qwen2AudioEncoder and the projector are plain modules, whole on each TP rank;
-    # multimodal.py has no processor for it, so the plan says what it leaves out
+    # multimodal.py's Qwen2Audio processor holds it so and profiles it (tests/test_tower_peak_issue20_more.py)
     notes = read_local(QWEN2_AUDIO).notes
     assert any(note.startswith("audio tower counted (642,215,936 parameters, no vision tower)")
                and "encoder profiling" in note and "whole on each TP rank" in note for note in notes)

@@ -1,12 +1,14 @@
 """Issue 20 item 4, the last vLLM towers: the tower's own profiling peak (vLLM 0.33.0 profile_run encodes the dummy
-batch through embed_multimodal before the decoder's dummy run, eagerly) for Qwen2-VL and InternVL
-(kvplan/engines/vllm/multimodal.py Qwen2VL, InternVL tower_peak), derived by hand below from the fixtures'
-config.json fields and the model files' forwards (qwen2_vl.py, intern_vit.py / internvl.py).
+batch through embed_multimodal before the decoder's dummy run, eagerly) for Qwen2-VL, InternVL and Qwen2-Audio's
+audio tower (kvplan/engines/vllm/multimodal.py Qwen2VL, InternVL, Qwen2Audio tower_peak), derived by hand below from
+the fixtures' config.json fields and the model files' forwards (qwen2_vl.py, intern_vit.py / internvl.py,
+qwen2_audio.py with transformers' modeling_qwen2_audio.py).
 
 Shapes: N positions on the rank, width h, intermediate i, TP split t (1 whole); bf16 (2 B). Every moment counts what
 is alive at once in the eager forward: the batch's inputs, what earlier stages keep, the residual stream and the
 widest intermediate. Qwen2-VL and InternViT run FlashAttention (MMEncoderAttention, head sizes 80 and 64 on an
-H100): no S x S scores in any term."""
+H100), Qwen2-Audio's encoder torch SDPA's memory-efficient kernel (its additive padding mask rules out flash): no
+S x S scores in any term."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from kvplan.units import GiB
 FIXTURES = Path(__file__).parent / "fixtures"
 QWEN2_VL = str(FIXTURES / "qwen2vl" / "qwen2-vl-7b-instruct.json")
 INTERNVL3 = str(FIXTURES / "internvl" / "internvl3-8b.json")
+QWEN2_AUDIO = str(FIXTURES / "audio" / "qwen2-audio-7b-instruct.json")
 
 
 def _plan(path: str, max_model_len: int = 32768, **knobs):
@@ -146,13 +149,58 @@ def test_internvl_tower_without_its_norm_fields_is_not_derived():
     assert notes and "the tower's own run is not modelled for this family" in notes[0]
 
 
+def test_qwen2_audio_encoder_profile_by_hand():
+    # Qwen2-Audio-7B-Instruct at 8,192 on an H100: an audio item takes 750 tokens (30 s of 16 kHz over hop 160 =
+    # 3,000 mel frames, (3,000 - 1) // 2 + 1 = 1,500, (1,500 - 2) // 2 + 1 = 750); the budget (max_num_batched_tokens
+    # 8,192) holds 10. Each item: input_features 128 x 3,000 x 2 B and the int32 feature_attention_mask 3,000 x 4 B
+    # = 780,000 B; the encoder runs 1,500 positions of d_model 1,280: it keeps inputs_embeds and the layer's input
+    # (2 x 1,280); the attention adds the norm, query, key, value, SDPA's output and out_proj's (6 x 1,280: 10,240
+    # in all); the MLP adds the sum, final_layer_norm and fc1 with its GELU (2 x 1,280 + 2 x 5,120: 15,360 in all).
+    # 10 x 780,000 + 10 x 1,500 x 15,360 x 2 = 468,600,000 B.
+    assert 8 * 1280 < 4 * 1280 + 2 * 5120
+    tower = 10 * (128 * 3000 * 2 + 3000 * 4) + 10 * 1500 * (4 * 1280 + 2 * 5120) * 2
+    assert tower == 468_600_000
+    plan = _plan(QWEN2_AUDIO, max_model_len=8192)
+    note = _tower_note(plan)
+    assert "cache budget 8,192 tokens, profiled with 10 audio item(s) of 750 tokens" in note
+    assert "the tower's own run peaks at 0.44 GiB (468,600,000 B)" in note
+    # held through the decoder's run: 10 x (750 x 4,096 x 2 + 780,000) = 69,240,000 B, 0.06 GiB
+    assert "add 0.06 GiB to the decoder's profiled peak" in note
+    # a 1 s dummy (limit_mm_per_prompt audio length 16,000 samples) leaves the mask 100 ones, 50, then 25
+    # embeddings an item: 10 x (750 - 25) x 4,096 x 2 = 59,392,000 B fewer held (the tower still runs 1,500 positions)
+    short = _plan(QWEN2_AUDIO, max_model_len=8192, limit_mm_per_prompt={"audio": {"count": 999, "length": 16000}})
+    assert "the tower's own run peaks at 0.44 GiB (468,600,000 B)" in _tower_note(short)
+    assert plan.memory.activation_bytes - short.memory.activation_bytes == 10 * 725 * 4096 * 2 == 59_392_000
+
+
+def test_qwen2_audio_tower_whole_on_each_tp_rank_and_skipped_without_audio():
+    # qwen2_audio.py builds transformers' Qwen2AudioEncoder and an nn.Linear projector: no TP split, so at TP 2 a
+    # rank holds the text model's half and the whole tower; TP 1 less TP 2 is half the text model's bytes,
+    # 7,754,878,976 parameters x 2 B / 2 (tests/test_audio_towers_issue20.py)
+    one, two = _plan(QWEN2_AUDIO, max_model_len=8192), _plan(QWEN2_AUDIO, max_model_len=8192, tensor_parallel_size=2)
+    assert one.memory.weights_bytes - two.memory.weights_bytes == 7_754_878_976
+    # --limit-mm-per-prompt '{"audio": 0}': _mark_tower_model(vllm_config, "audio") skips the tower, 642,215,936
+    # parameters x 2 B fewer, and no encoder profile
+    off = _plan(QWEN2_AUDIO, max_model_len=8192, limit_mm_per_prompt={"audio": 0})
+    assert one.memory.weights_bytes - off.memory.weights_bytes == 642_215_936 * 2
+    assert not any(note.startswith("multimodal encoder") for note in off.notes)
+
+
 def test_the_attention_moment_wins_where_the_mlp_is_narrow():
-    # a made-up narrow MLP on the real tower, so the attention moment is the widest: InternViT with intermediate
-    # 1,024, the MLP's 3 x 1,024 + 2 x 1,024 = 5,120 a token under the attention's layer input, norm1, qkv, attention
-    # output and proj (7 x 1,024 = 7,168), beside the embeddings' 1,024.
+    # made-up narrow MLPs on the real towers, so each attention moment is the widest:
+    # InternViT with intermediate 1,024: the MLP's 3 x 1,024 + 2 x 1,024 = 5,120 a token under the attention's
+    # layer input, norm1, qkv, attention output and proj (7 x 1,024 = 7,168), beside the embeddings' 1,024.
     internvl = read_local(Path(INTERNVL3)).tower
     assert internvl is not None
     item = Item(256, 256, 3 * 448 * 448, frames=1, patches=1025)
     peak = PROCESSORS["InternVLChatModel"].tower_peak(replace(internvl, intermediate_size=1024), item, 1, 2,
                                                      80 * GiB, None)
     assert peak == 3 * 448 * 448 * 2 + 1025 * (1024 + 7 * 1024) * 2
+    # Qwen2-Audio's encoder with encoder_ffn_dim 1,280: the MLP's 4 x 1,280 + 2 x 1,280 = 7,680 under the
+    # attention's 8 x 1,280 = 10,240 a position.
+    audio = read_local(Path(QWEN2_AUDIO)).tower
+    assert audio is not None and audio.audio_encoder is not None
+    narrow = replace(audio, audio_encoder=replace(audio.audio_encoder, inner=1280))
+    item = Item(750, 750, 128 * 3000, 3000 * 4, patches=1500)
+    peak = PROCESSORS["Qwen2AudioForConditionalGeneration"].tower_peak(narrow, item, 1, 2, 80 * GiB, None)
+    assert peak == 128 * 3000 * 2 + 3000 * 4 + 1500 * 8 * 1280 * 2

@@ -481,12 +481,12 @@ def _towers(top: ConfigFields, text_hidden: int) -> tuple[int, str]:
 
 
 def _audio_alone_note(top: ConfigFields, towers: int) -> str:
-    """What an exact count of an audio tower beside no vision tower leaves to the engines' plans ("" otherwise)."""
+    """How the engines' plans hold an exactly counted audio tower beside no vision tower ("" otherwise)."""
     if not towers or top.nested("vision_config") is not None:
         return ""
-    return (f"audio tower counted ({towers:,} parameters, no vision tower): vLLM's encoder profiling run for "
-            f"audio items is not modelled, nor vLLM's layout of the tower ({tower_params.vllm_layout(top)}), so a "
-            "vLLM plan splits it over TP like the decoder")
+    return (f"audio tower counted ({towers:,} parameters, no vision tower); vLLM holds it "
+            f"{tower_params.vllm_layout(top)}; a vLLM plan holds it so and adds its encoder profiling run for "
+            "audio items (engines/vllm/multimodal.py)")
 
 
 def _vision(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> tuple[int, bool]:

@@ -235,7 +235,7 @@ class AudioRule:
     def __init__(self, params: Callable[[ConfigFields, int], int], vision_required: str = "",
                  shape: Callable[[ConfigFields], AudioShape] | None = None, vllm_layout: str = "") -> None:
         self.params = params
-        self.vllm_layout = vllm_layout  # how vLLM places the tower over TP ranks, where kvplan's vLLM plan does not
+        self.vllm_layout = vllm_layout  # how vLLM places the tower over TP ranks (multimodal.py Processor.whole_tower)
         self.shape = shape  # the encoder's sizes, where an engine rule needs them (towers.VisionTower.audio)
         # where the engines build the vision tower from vision_config whatever the config holds: a config with an
         # audio_config and no vision_config does not load there, so it is refused (the reason)

@@ -24,6 +24,21 @@ class Tiling:
 
 
 @dataclass(frozen=True)
+class AudioEncoder:
+    """A Whisper-style audio encoder's sizes (Qwen2-Audio's audio_config, with Qwen2AudioEncoderConfig's defaults
+    where left out, as tower_params.qwen2_audio counts it): two Conv1d over num_mel_bins x (2 x positions) mel
+    frames, the second of stride 2, then `layers` encoder layers of `width` with a `inner`-wide MLP over
+    max_source_positions positions."""
+
+    width: int
+    inner: int
+    layers: int
+    heads: int
+    mel_bins: int
+    positions: int
+
+
+@dataclass(frozen=True)
 class VisionTower:
     config_type: str  # the wrapper's model_type (qwen2_5_vl, gemma3, gemma4, ...): which processor reads it
     vision_type: str  # vision_config.model_type, where the config names one
@@ -37,6 +52,9 @@ class VisionTower:
     output_width: int  # one embedding handed to the language model: the text width, times deepstack levels
     has_audio: bool
     bidirectional: bool  # text_config use_bidirectional_attention "vision": image tokens attend both ways (Gemma 4)
+    # the encoder of an audio tower beside no vision tower (Qwen2-Audio): has_vision False, the vision fields 0
+    audio_encoder: AudioEncoder | None = None
+    has_vision: bool = True
     norm_type: str = ""  # vision_config norm_type as given (InternViT: layer_norm or rms_norm), "" where left out
     qk_normalization: bool | None = None  # vision_config qk_normalization as given (InternViT), None where left out
     hidden_size: int = 0  # the tower's own width, its MLP's and one head's (0 where the config leaves them out)
@@ -60,10 +78,11 @@ class VisionTower:
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
-    """The tower of a multimodal wrapper (a `vision_config` beside the language model), None for a text model."""
+    """The tower of a multimodal wrapper (a `vision_config` beside the language model, or an audio tower alone:
+    audio_tower), None for a text model."""
     vision = top.nested("vision_config")
     if vision is None:
-        return None
+        return audio_tower(top, text_hidden)
     deepstack = vision.array("deepstack_visual_indexes") or []
     if not all(isinstance(index, int) and not isinstance(index, bool) for index in deepstack):
         raise vision.fail("deepstack_visual_indexes", f"must list layer indexes (integers), got {deepstack!r:.60}")
@@ -121,3 +140,26 @@ def _tiling(top: ConfigFields) -> Tiling | None:
     return Tiling(top.integer("min_dynamic_patch", default.min_patches),
                   top.integer("max_dynamic_patch", default.max_patches),
                   top.flag("dynamic_image_size", default.dynamic), top.flag("use_thumbnail", default.thumbnail))
+
+
+# the wrappers (model_type) whose audio tower stands without a vision tower: vLLM 0.33.0 qwen2_audio.py
+AUDIO_ALONE = {"qwen2_audio"}
+
+
+def audio_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
+    """An audio tower beside no vision tower (Qwen2-Audio's audio_config), None otherwise. Qwen2AudioEncoderConfig's
+    defaults where the config leaves a size out (transformers configuration_qwen2_audio.py, as
+    tower_params.qwen2_audio counts it); the vision fields are 0 and the embeddings it hands the language model
+    are the text width (Qwen2AudioMultiModalProjector)."""
+    audio = top.nested("audio_config")
+    if audio is None or (top.text("model_type") or "") not in AUDIO_ALONE:
+        return None
+    encoder = AudioEncoder(audio.integer("d_model", 1280), audio.integer("encoder_ffn_dim", 5120),
+                           audio.integer("encoder_layers", 32), audio.integer("encoder_attention_heads", 20),
+                           audio.integer("num_mel_bins", 128), audio.integer("max_source_positions", 1500))
+    return VisionTower(
+        config_type=top.text("model_type") or "", vision_type="", patch_size=0, merge_size=0,
+        temporal_patch_size=0, pooling_kernel_size=1, shuffle_factor=1, image_size=0, tokens_per_image=0,
+        output_width=text_hidden, has_audio=True, bidirectional=False, channels=0,
+        text_type=(top.nested("text_config") or top).text("model_type") or "",
+        audio_params=tower_params.audio(top, text_hidden), audio_encoder=encoder, has_vision=False)

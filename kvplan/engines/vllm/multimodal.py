@@ -15,8 +15,8 @@ dtype: multimodal/processing/context.py _postprocess_output), so both add to the
 so in 0.19.0, 0.20.0 and 0.22.0 too, as the v0.19 Gemma 3 logs confirm (tests/test_multimodal_v019.py). The tower's own run
 comes first and is freed; the profiled peak is the larger of the two phases (torch's allocated peak over the whole
 profile_run, v1/worker/gpu_worker.py determine_available_memory). The tower's phase is derived for Gemma 4, Gemma 3
-(SigLIP), Qwen2-VL, Qwen2.5-VL, Qwen3-VL / Qwen3.5, Llama 4 and InternVL (InternViT-300M's layout; each
-Processor's tower_peak).
+(SigLIP), Qwen2-VL, Qwen2.5-VL, Qwen3-VL / Qwen3.5, Llama 4, InternVL (InternViT-300M's layout) and Qwen2-Audio's
+audio tower (each Processor's tower_peak).
 
 How the vision towers' peaks are read (vLLM 0.33.0; 0.19.0's siglip.py, qwen2_5_vl.py, qwen3_vl.py and mllama4.py
 run the same forwards): profile_run calls embed_multimodal on the whole batch at once, eagerly
@@ -604,12 +604,78 @@ class Qwen3VL(QwenVL):
         return inputs + patches * (kept + max(blocks, merger, concat)) * dtype_bytes
 
 
+QWEN2_AUDIO_SECONDS, QWEN2_AUDIO_RATE, QWEN2_AUDIO_HOP = 30, 16_000, 160  # WhisperFeatureExtractor (Qwen2-Audio's)
+MASK_BYTES = 4  # feature_attention_mask: int32 (feature_extraction_sequence_utils.py pad)
+
+
+class Qwen2Audio(Processor):
+    """model_executor/models/qwen2_audio.py Qwen2AudioProcessingInfo: audio only. get_mm_max_tokens_per_item takes
+    the feature extractor's chunk_length (30 s, at most 30) of 16 kHz samples, audio_len // hop_length (160) =
+    3,000 mel frames, and the tokens the two stride-2 steps leave (_get_feat_extract_output_lengths: 1,500, then
+    750). The dummy (Qwen2AudioDummyInputsBuilder) is chunk_length x sampling_rate samples (a shorter length in
+    limit_mm_per_prompt winning), padded to the 3,000 frames and truncated there (the processor's max_length
+    padding, truncation=True): input_features num_mel_bins x 3,000 in the model dtype and the int32
+    feature_attention_mask of 3,000, whose ones give the item's embeddings. Qwen2AudioForConditionalGeneration
+    builds transformers' Qwen2AudioEncoder and an nn.Linear projector, whole on every TP rank, and has no
+    supports_encoder_tp_data."""
+
+    modalities = ("audio",)
+    whole_tower = True
+
+    def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
+              max_model_len: int) -> dict[str, Item]:
+        encoder = tower.audio_encoder
+        if encoder is None:
+            return {}
+        samples = QWEN2_AUDIO_SECONDS * QWEN2_AUDIO_RATE
+        frames = samples // QWEN2_AUDIO_HOP
+        tokens = self._tokens(frames)
+        dummy = limits.get("audio")
+        length = samples
+        if isinstance(dummy, dict) and isinstance(dummy.get("length"), int):
+            length = min(length, dummy["length"])
+        embeds = self._tokens(-(-length // QWEN2_AUDIO_HOP))  # the mask's ones: the samples' frames, rounded up
+        return {"audio": Item(tokens, embeds, encoder.mel_bins * frames, frames * MASK_BYTES,
+                              patches=encoder.positions)}
+
+    @staticmethod
+    def _tokens(frames: int) -> int:
+        """qwen2_audio.py _get_feat_extract_output_lengths: (frames - 1) // 2 + 1, then (that - 2) // 2 + 1."""
+        return ((frames - 1) // 2 + 1 - 2) // 2 + 1
+
+    def tower_peak(self, tower: VisionTower, item: Item, batch: int, dtype_bytes: int, total_bytes: int,
+                   free_bytes: int | None, *, split: int = 1, ranks: int = 1,
+                   compiled: bool = True) -> int:
+        """qwen2_audio.py _process_audio_input runs Qwen2AudioEncoder (transformers 5.16-5.20
+        modeling_qwen2_audio.py, the releases vLLM 0.33.0 pins) over the batch's items, max_source_positions
+        positions each after the convolutions, eagerly and whole on the rank. Its attention is SDPA
+        (PreTrainedModel's default, get_correct_attn_implementation: vLLM sets no _attn_implementation for it);
+        with the additive (batch, 1, 1, positions) padding mask torch's SDPA runs the memory-efficient kernel,
+        which makes no positions x positions scores (eager attention would). The encoder's forward keeps
+        inputs_embeds (the convolutions' GELU output) through its layers and its loop holds the layer's input;
+        in Qwen2AudioEncoderLayer.forward the attention holds self_attn_layer_norm's output, query, key and value
+        (each projected, then made contiguous by _shape), SDPA's output and out_proj's, d_model each; the MLP
+        holds the attention's sum, final_layer_norm's output and fc1's output (encoder_ffn_dim) with its GELU
+        (F.gelu), then the GELU and fc2's output. The convolutions before (at most 4 x d_model a position, the
+        first over twice the positions) and the pooler, layer norm and projector after hold less."""
+        encoder = tower.audio_encoder
+        if encoder is None or not item.patches:
+            return 0
+        width, inner = encoder.width, encoder.inner
+        kept = 2 * width  # inputs_embeds and the layer's input
+        attention = kept + 6 * width  # the norm, query, key, value, SDPA's output, out_proj's
+        mlp = kept + 2 * width + max(2 * inner, inner + width)  # the sum, the norm, fc1 / GELU / fc2
+        inputs = batch * (item.pixels * dtype_bytes + item.index_bytes)
+        return inputs + batch * item.patches * max(attention, mlp) * dtype_bytes
+
+
 # vLLM's model registry (model_executor/models/registry.py) picks the processor by the config's architecture
 PROCESSORS: dict[str, Processor] = {
     "Gemma3ForConditionalGeneration": Gemma3(),
     "Gemma4ForConditionalGeneration": Gemma4(),
     "InternVLChatModel": InternVL(),
     "Llama4ForConditionalGeneration": Llama4(),
+    "Qwen2AudioForConditionalGeneration": Qwen2Audio(),
     "Qwen2VLForConditionalGeneration": Qwen2VL(),
     "Qwen2_5_VLForConditionalGeneration": Qwen25VL(),
     "Qwen3VLForConditionalGeneration": Qwen3VL(),
