@@ -678,7 +678,9 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
     if method == "mxfp4":
         bits, group = 4, 32
     skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
-    scheme = q.nested("kv_cache_scheme")
+    # a compressed-tensors scheme is an object; ModelOpt's inline exports write a string there (quant_algo's
+    # "FP8"), where vLLM 0.33.0 modelopt.py from_config's flat branch reads only an object
+    scheme = q.nested("kv_cache_scheme") if isinstance(q.data.get("kv_cache_scheme"), dict) else None
     if scheme is not None:
         q.accessed.add(scheme.path)  # kept whole by `kvplan models import`: the note quotes it
     return Quantization(method, bits, group if group and group > 0 else None,
