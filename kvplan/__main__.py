@@ -5,9 +5,8 @@ from kvplan.cli.interrupt import INTERRUPTED, exit_at_once_on_ctrl_c, interrupt_
 
 
 def main() -> None:
-    import sys
-
     exit_at_once_on_ctrl_c()
+    from kvplan.cli.app import end
     from kvplan.cli.app import main as command_line
 
     try:
@@ -18,7 +17,7 @@ def main() -> None:
             exit_at_once_on_ctrl_c()  # what is left is the interpreter's shutdown
     except KeyboardInterrupt:
         code = INTERRUPTED
-    sys.exit(code)
+    end(code)
 
 
 if __name__ == "__main__":

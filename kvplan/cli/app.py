@@ -5,9 +5,10 @@ The command modules (and this one) do without `from __future__ import annotation
 annotations on every run, and as strings typer 0.20 utils.get_params_from_function would compile and evaluate
 each twice (inspect.signature(eval_str=True), then typing.get_type_hints): 10 M instructions of an estimate."""
 
+import os
 import re
 import sys
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -36,6 +37,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 COMMANDS = ("estimate", "check", "verify", "simulate", "size", "explain", "gpus", "models", "serve")
 _registered: set[str] = set()
+_ends_at_once = False  # the command last registered to run sets ENDS_AT_ONCE (see end())
 
 
 def _register(args: list[str]) -> bool:
@@ -54,7 +56,10 @@ def _register(args: list[str]) -> bool:
         else:
             app.command(name, help=module.HELP, epilog=getattr(module, "EPILOG", None),
                         context_settings=getattr(module, "CONTEXT", None))(module.COMMAND)
-    return wanted in COMMANDS and bool(getattr(import_module(f"kvplan.cli.{wanted}"), "TAKES_PASTED", False))
+    command = import_module(f"kvplan.cli.{wanted}") if wanted in COMMANDS else None
+    global _ends_at_once
+    _ends_at_once = bool(getattr(command, "ENDS_AT_ONCE", False))
+    return bool(getattr(command, "TAKES_PASTED", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,6 +117,27 @@ def _click_exit(exc: Exception) -> int:
     raise exc
 
 
+def end(code: int) -> NoReturn:
+    """The entry points' exit. After a command whose module sets ENDS_AT_ONCE = True (it reads and prints, and
+    leaves nothing open), with no atexit handler registered and no thread but this one, the process ends with
+    os._exit once stdout and stderr are flushed: the interpreter's shutdown (a garbage collection over every
+    module, then their teardown) was 39 M instructions of an estimate's 441 M (benchmarks/startup.py
+    --instructions). Anything else, or a flush that fails (a closed pipe), takes the ordinary sys.exit."""
+    import atexit
+    import threading
+
+    handlers = getattr(atexit, "_ncallbacks", None)  # CPython's count; without it, assume some are registered
+    if _ends_at_once and handlers is not None and handlers() == 0 and threading.active_count() == 1:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        else:
+            os._exit(code)
+    sys.exit(code)
+
+
 def run() -> None:
     from kvplan.cli.interrupt import INTERRUPTED
 
@@ -119,7 +145,7 @@ def run() -> None:
         code = main()
     except KeyboardInterrupt:  # one outside click's own handling, as in a command module's import
         code = INTERRUPTED
-    sys.exit(code)
+    end(code)
 
 
 if __name__ == "__main__":

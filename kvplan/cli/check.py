@@ -22,6 +22,7 @@ EPILOG = (
 )
 
 TAKES_PASTED = False
+ENDS_AT_ONCE = True  # reads and prints, leaves nothing open (kvplan.cli.app.end)
 
 FORMATS = ("text", "json", "github", "junit", "sarif")
 

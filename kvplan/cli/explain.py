@@ -17,6 +17,7 @@ EPILOG = (
 )
 
 TAKES_PASTED = False
+ENDS_AT_ONCE = True  # reads and prints, leaves nothing open (kvplan.cli.app.end)
 
 
 def explain(

@@ -8,6 +8,7 @@ from kvplan.hardware import Gpu, catalogue, mig_slices
 from kvplan.units import GiB
 
 HELP = "List the GPU catalogue (memory as the CUDA runtime reports it)."
+ENDS_AT_ONCE = True  # reads and prints, leaves nothing open (kvplan.cli.app.end)
 
 
 def grouped() -> list[Gpu]:

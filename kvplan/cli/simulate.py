@@ -41,6 +41,7 @@ EPILOG = (
 CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
+ENDS_AT_ONCE = True  # reads and prints, leaves nothing open (kvplan.cli.app.end)
 
 
 def simulate(

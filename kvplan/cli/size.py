@@ -38,6 +38,7 @@ EPILOG = (
 CONTEXT = TAKES_LAUNCH_LINE
 
 TAKES_PASTED = True
+ENDS_AT_ONCE = True  # reads and prints, leaves nothing open (kvplan.cli.app.end)
 
 
 LAUNCHABLE = launchable()  # the engines whose launch lines size can print
