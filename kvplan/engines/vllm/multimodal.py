@@ -353,28 +353,94 @@ class InternVL(Processor):
         for head size 64, q, k and v viewed, not copied) and proj's (hidden); the MLP holds the attention's sum,
         norm2's output and fc1's output (intermediate / TP) with its GELU (F.gelu, out of place, compiled or not),
         then the GELU and fc2's output. InternParallelAttention runs whole where the heads do not divide over
-        TP. Under --mm-encoder-tp-mode data the embeddings of all the tiles are made on every rank and
-        run_dp_sharded_vision_model pads them (F.pad: a copy) before a rank runs its share of the encoder. The
-        pixel shuffle and mlp1 after it hold less (at most three copies of S - 1 hidden a tile). Derived for
-        InternViT with norm_type layer_norm (nn.LayerNorm) and no qk_normalization, as InternViT-300M's config
-        sets them; InternVisionConfig's defaults where left out (rms_norm, qk_normalization) are not."""
+        TP (InternVLChatModel passes no num_dummy_heads, so InternViT-6B's 25 heads are not padded: that is
+        nvlm_d.py's 7). Under --mm-encoder-tp-mode data the embeddings of all the tiles are made on every rank
+        and run_dp_sharded_vision_model pads them (F.pad: a copy) before a rank runs its share of the encoder.
+        The pixel shuffle and mlp1 after it hold less (at most three copies of S - 1 hidden a tile).
+        norm_type picks norm1 / norm2 (NORM2FN: nn.LayerNorm or RMSNorm, INTERNVL_NORMS); qk_normalization
+        adds InternParallelAttention._apply_qk_norm (RMSNorm over all heads' q and k, qk_norm_moments). A config
+        that leaves either out is not derived (InternVisionConfig's defaults come from the checkpoint's own
+        configuration file, which kvplan does not read)."""
+        norm = INTERNVL_NORMS.get(tower.norm_type)
         if not (tower.hidden_size and tower.intermediate_size and item.patches and tower.depth > 1
-                and tower.norm_type == "layer_norm" and tower.qk_normalization is False):
+                and norm is not None and tower.qk_normalization is not None):
             return 0
         tiles = batch * item.frames
         share = _share(tiles, ranks)
         hidden, inner = tower.hidden_size, tower.intermediate_size // split
         heads = tower.num_heads or 1
-        part = hidden // split if heads % split == 0 else hidden  # InternParallelAttention's TP
+        ways = split if heads % split == 0 else 1  # InternParallelAttention's TP
+        part = hidden // ways
         tokens = item.patches
+        width = dtype_bytes
         pixels = batch * item.pixels * dtype_bytes
-        embeddings = tiles * tokens * hidden
-        padded = share * ranks * tokens * hidden if ranks > 1 else 0
-        embed = tiles * (3 * tokens - 1) * hidden  # the patch embeddings, their cat and the positions' sum
-        attention = hidden + hidden + 3 * part + part + hidden  # the layer's input, norm1, qkv, attention, proj
-        mlp = 3 * hidden + max(2 * inner, inner + hidden)  # the layer's input, the sum, norm2, fc1 / GELU / fc2
-        layers = embeddings + padded + share * tokens * max(attention, mlp)
-        return pixels + max(embed, layers) * dtype_bytes
+        embeddings = tiles * tokens * hidden * width
+        padded = share * ranks * tokens * hidden * width if ranks > 1 else 0
+        embed = tiles * (3 * tokens - 1) * hidden * width  # the patch embeddings, their cat and the positions' sum
+        # a token's bytes beside the embeddings: the layer's input is held throughout
+        first = hidden * width + norm.extra(hidden, width, compiled)  # norm1's run
+        qkv = (2 * hidden + 3 * part) * width  # the layer's input, norm1's output, qkv's
+        held, qk = (qk_norm_moments(qkv, hidden, part, ways, width, compiled) if tower.qk_normalization
+                    else (0, 0))
+        attention = qkv + held + part * width + hidden * width  # the attention output and proj's
+        second = 2 * hidden * width + norm.extra(hidden, width, compiled)  # the sum beside norm2's run
+        mlp = (3 * hidden + max(2 * inner, inner + hidden)) * width  # the input, the sum, norm2, fc1 / GELU / fc2
+        layers = embeddings + padded + share * tokens * max(first, qk, attention, second, mlp)
+        return pixels + max(embed, layers)
+
+
+class NormRun:
+    """A norm's run in an eager forward: the bytes it holds beside its input (its output included)."""
+
+    def extra(self, width: int, dtype_bytes: int, compiled: bool) -> int:
+        raise NotImplementedError
+
+
+class LayerNormRun(NormRun):
+    """nn.LayerNorm (InternViT's norm_type layer_norm): one output tensor beside its input."""
+
+    def extra(self, width: int, dtype_bytes: int, compiled: bool) -> int:
+        return width * dtype_bytes
+
+
+class RmsNormRun(NormRun):
+    """vLLM 0.33.0 RMSNorm (model_executor/layers/layernorm.py) dispatches to the IR op rms_norm, whose priority
+    platforms/cuda.py get_default_ir_op_priority sets: ['native'] where vLLM compiles (Inductor), ['vllm_c',
+    'native'] otherwise. The vllm_c kernel (kernels/vllm_c.py, for no variance_size override and the weight in
+    the input's dtype, as InternViT's norms without dummy heads are) writes one output. The native form
+    (ir/ops/layernorm.py rms_norm, run eagerly) holds beside its input a float32 copy (x_var keeps it alive), the
+    float32 x * rsqrt, its cast to the weight's dtype (the model dtype) and the product with the weight: 4 + 4 +
+    2 + 2 bytes a value in 16-bit dtypes (in float32 the casts are the tensors themselves: 4 + 4)."""
+
+    def extra(self, width: int, dtype_bytes: int, compiled: bool) -> int:
+        if not compiled:
+            return width * dtype_bytes
+        float32 = 4
+        casts = 0 if dtype_bytes == float32 else width * (float32 + dtype_bytes)
+        return casts + width * (float32 + dtype_bytes)
+
+
+INTERNVL_NORMS: dict[str, NormRun] = {"layer_norm": LayerNormRun(), "rms_norm": RmsNormRun()}  # intern_vit.py NORM2FN
+
+
+def qk_norm_moments(base: int, hidden: int, part: int, ways: int, dtype_bytes: int,
+                    compiled: bool) -> tuple[int, int]:
+    """intern_vit.py InternParallelAttention._apply_qk_norm (qk_normalization), beside base (a token's layer
+    input, norm1's output and qkv's): q_norm and k_norm are RMSNorm over all heads' width (dummy_dim = hidden,
+    var_hidden_size the same, so no variance override). Whole (ways 1) each normalises its qkv view in turn
+    and keeps its output (hidden / TP). Split over TP, q.contiguous() is all-gathered (GroupCoordinator
+    all_gather: the gather's buffer and its reshaped copy, hidden each), then k's beside the gathered q; both
+    norms run over the whole width with both gathered tensors held, and split_tensor_along_last_dim keeps the
+    rank's views of the whole normalised q and k. Returns (what stays held for the attention, the widest
+    moment)."""
+    norm = RmsNormRun()
+    if ways == 1:
+        widest = base + part * dtype_bytes + norm.extra(part, dtype_bytes, compiled)  # k_norm beside q's
+        return 2 * part * dtype_bytes, widest
+    gather = (part + 2 * hidden) * dtype_bytes  # the contiguous copy, the buffer and its reshaped copy
+    widest = max(base + hidden * dtype_bytes + gather,  # k's gather beside the gathered q
+                 base + 2 * hidden * dtype_bytes + norm.extra(hidden, dtype_bytes, compiled))
+    return 2 * hidden * dtype_bytes, widest
 
 
 INTERNVL_MOST_TILES = 4096  # kvplan's bound on max_dynamic_patch, as for the config's (models/fields.py)
