@@ -66,26 +66,28 @@ def test_rtx3090_qwen7b_vllm_numbers():
     #   weights     7,615,616,512 params x 2 B + the RoPE table of its 131,072 positions x 128 x 2 B
     #               = 15,231,233,024 + 33,554,432                                 = 15,264,787,456
     #   activation  Model Runner V2's two-pass sampler (0.33; engines/vllm/sampler.py), min(256, 2048) rows:
-    #               3.5 x 256 x 152,064 x 4 + 1 MiB = 546,045,952 (over the forward's 276,824,064), + int(0.12 GiB)
-    #               128,849,018, + V2's held buffers 256 x (152,064 + 2 x 4,752) x 4 = 165,445,632
-    #                                                                             =    840,340,602
+    #               3.5 x 256 x 152,064 x 4 + 1 MiB = 546,045,952, beside it the dummy run's hidden states and
+    #               sampled rows (v1/worker/gpu/model_runner.py profile_run) (2,048 + 256) x 3,584 x 2 = 16,515,072
+    #               and the cuBLAS workspace off Hopper 8,519,680: 571,080,704 (over the forward's 276,824,064
+    #               + int(0.12 GiB) 128,849,018), + V2's held buffers 256 x (152,064 + 2 x 4,752) x 4 = 165,445,632
+    #                                                                             =    736,526,336
     #   non-torch   int(0.25 GiB), single GPU                                     =    268,435,456
     #   CUDA graphs 51 PIECEWISE sizes (up to 512) and 35 FULL ones (up to 256 sequences):
     #               256 MiB + (50 + 34) x 28 layers x 0.1875 MiB = 697 MiB     =    730,857,472
-    #   pool = 23,273,568,783 - 15,264,787,456 - 840,340,602 - 268,435,456 - 730,857,472 = 6,169,147,797
-    #   blocks = 6,169,147,797 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 6,723 -> 107,568 tokens
-    #   32,768-token requests: 6,723 / 2,048 = 3.28
+    #   pool = 23,273,568,783 - 15,264,787,456 - 736,526,336 - 268,435,456 - 730,857,472 = 6,272,962,063
+    #   blocks = 6,272,962,063 // 917,504 (2 x 28 x 4 x 128 x 16 x 2) = 6,836 -> 109,376 tokens
+    #   32,768-token requests: 6,836 / 2,048 = 3.34
     result, plan = estimate_json("--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768")
     memory = plan["memory"]
     assert memory["budget_bytes"] == 23_273_568_783
     assert memory["weights_bytes"] == 15_264_787_456
-    assert memory["activation_bytes"] == 840_340_602
+    assert memory["activation_bytes"] == 736_526_336
     assert memory["non_torch_bytes"] == 268_435_456
     assert memory["cuda_graph_bytes"] == 730_857_472
-    assert memory["kv_cache_bytes"] == 6_169_147_797
+    assert memory["kv_cache_bytes"] == 6_272_962_063
     assert plan["kv"]["block_bytes"] == 917_504
-    assert plan["capacity"]["num_blocks"] == 6_723 and plan["capacity"]["tokens"] == 107_568
-    assert plan["capacity"]["max_concurrency"] == 3.28
+    assert plan["capacity"]["num_blocks"] == 6_836 and plan["capacity"]["tokens"] == 109_376
+    assert plan["capacity"]["max_concurrency"] == 3.34
     assert result.returncode == 0 and plan["capacity"]["fits"]
 
 

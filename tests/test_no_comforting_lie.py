@@ -21,9 +21,9 @@ def test_a_kv_size_larger_than_the_gpu_offers_a_smaller_one_and_no_longest_fit(c
     assert plan["capacity"]["max_model_len_that_fits"] == 0  # was 131,072
     flags = [lever["flags"] for lever in plan["levers"]]
     assert "--max-model-len 131072" not in flags  # the current max_model_len is no change
-    # the size vLLM profiles itself at utilization 0.92 for this deployment, in whole MiB: 6,168,772,608 B
-    # (tests/test_cli.py's pool, 6,169,147,797 B, floored)
-    assert "--kv-cache-memory-bytes 6168772608" in flags
+    # the size vLLM profiles itself at utilization 0.92 for this deployment, in whole MiB: 5,982 MiB = 6,272,581,632 B
+    # (tests/test_cli.py's pool, 6,272,962,063 B, floored)
+    assert "--kv-cache-memory-bytes 6272581632" in flags
     _, out, _ = run(capsys, "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--kv-cache-memory-bytes",
                     "40GiB")
     assert "longest fit  none: no request fits" in out

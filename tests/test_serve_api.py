@@ -58,11 +58,12 @@ def test_get_estimate_is_the_cli_document(client, capsys, query, argv):
 
 def test_the_rtx3090_figures_by_hand(client):
     # Qwen2.5-7B, bf16, 16-token blocks: 2 x 28 layers x 4 KV heads x 128 head dim x 16 x 2 B = 917,504 B;
-    # README's 'What it prints' run: 6,723 blocks, 107,568 tokens, exit code 1 (131,072 tokens do not fit)
+    # README's 'What it prints' run: 6,836 blocks (tests/test_cli.py's pool by hand), 109,376 tokens, exit code 1
+    # (131,072 tokens do not fit)
     response = client.get("/api/estimate", params={"model": QWEN, "gpu": "rtx3090"})
     plan = response.json()
     assert plan["kv"]["block_bytes"] == 2 * 28 * 4 * 128 * 16 * 2 == 917_504
-    assert plan["capacity"]["num_blocks"] == 6_723 and plan["capacity"]["tokens"] == 6_723 * 16 == 107_568
+    assert plan["capacity"]["num_blocks"] == 6_836 and plan["capacity"]["tokens"] == 6_836 * 16 == 109_376
     assert response.headers[EXIT_HEADER] == "1"
     assert plan["levers"][0]["flags"] == "--tensor-parallel-size 2"
 
@@ -74,9 +75,13 @@ def test_post_a_pasted_command_is_the_cli_document(client, capsys):
         response = client.post("/api/estimate", json=body)
         assert response.status_code == 200, response.text
         assert response.json() == expected
-    # README's pasted-command run: 140,484 blocks of 16 = 2,247,744 tokens (TP 2 on NVSwitch H100s: 2.17 GiB of
-    # non-torch memory, kvplan/engines/vllm/interconnect.py)
-    assert expected["capacity"]["tokens"] == 140_484 * 16 == 2_247_744
+    # README's pasted-command run: 140,548 blocks of 16 = 2,248,768 tokens (TP 2 on NVSwitch H100s: 2.17 GiB of
+    # non-torch memory, kvplan/engines/vllm/interconnect.py). A rank: budget int(85,018,877,624 x 0.92)
+    # = 78,217,367,414, weights 7,649,170,944, activation (Model Runner V2, 1,024 rows) 3.5 x 1,024 x 152,064 x 4
+    # + 1 MiB = 2,181,038,080 with the dummy run's hidden states (8,192 + 1,024) x 3,584 x 2 = 66,060,288, the
+    # Hopper cuBLAS workspace 33,554,432 and the held buffers 1,024 x (152,064 + 2 x 4,752) x 4 = 661,782,528:
+    # 2,942,435,328; non-torch 2,330,019,758, graphs 818,937,856: pool 64,476,803,528 // 458,752 = 140,548
+    assert expected["capacity"]["tokens"] == 140_548 * 16 == 2_248_768
     # the same command in a GET query, as a deep link carries it
     assert client.get("/api/estimate", params={"command": line, "gpu": "h100"}).json() == expected
 
@@ -237,6 +242,6 @@ def test_the_readme_curl_runs(client):
     assert json.loads(shown) == capacity
     body = json.loads(re.search(r"-d '(\{.*\})'", block).group(1))
     tokens = block.split("jq .capacity.tokens\n")[1].split("\n")[0]
-    assert client.post("/api/estimate", json=body).json()["capacity"]["tokens"] == int(tokens) == 2_247_744
+    assert client.post("/api/estimate", json=body).json()["capacity"]["tokens"] == int(tokens) == 2_248_768
     error = client.get(gets[1][1])
     assert error.status_code == 400 and error.json() == json.loads(block.strip().splitlines()[-1])

@@ -141,9 +141,9 @@ def test_a_deep_link_renders_the_cli_figures(server, chromium, tmp_path, capsys)
     query = urllib.parse.urlencode({"model": QWEN, "gpu": "rtx3090"})
     page = rendered(chromium, f"{server}/?{query}", tmp_path)
     expected = cli_document(capsys, "--model", QWEN, "--gpu", "rtx3090")
-    # README's first run: 6,723 blocks x 16 = 107,568 tokens on an RTX 3090, and its four levers
-    assert expected["capacity"]["tokens"] == 107_568
-    assert page.by_id["tokens"] == "107,568"
+    # README's first run: 6,836 blocks x 16 = 109,376 tokens on an RTX 3090 (tests/test_cli.py), and its four levers
+    assert expected["capacity"]["tokens"] == 109_376
+    assert page.by_id["tokens"] == "109,376"
     assert page.lever_flags == [lever["flags"] for lever in expected["levers"]]
     assert page.lever_flags[0] == "--tensor-parallel-size 2"
     assert "917,504 B" in page.by_id["formula"]
@@ -157,7 +157,7 @@ def test_a_deep_link_with_a_pasted_command(server, chromium, tmp_path, capsys):
     line = "vllm serve Qwen/Qwen2.5-7B --max-model-len 32768 -tp 2 --port 8000"
     page = rendered(chromium, f"{server}/?{urllib.parse.urlencode({'gpu': 'h100', 'command': line})}", tmp_path)
     expected = cli_document(capsys, "--gpu", "h100", "--", *line.split())
-    assert page.by_id["tokens"] == f"{expected['capacity']['tokens']:,}" == "2,247,744"  # README: 140,484 x 16
+    assert page.by_id["tokens"] == f"{expected['capacity']['tokens']:,}" == "2,248,768"  # README: 140,548 x 16
     assert page.lever_flags == []  # it fits: no levers unless asked
     assert "levers-box" in page.hidden
 
@@ -387,15 +387,15 @@ def test_the_form_by_keyboard_alone(server, browser, capsys):
     browser.wait_for("document.getElementById('result').getAttribute('aria-busy') === 'false' && "
                      "!document.getElementById('answer').hidden")
     expected = cli_document(capsys, "--model", QWEN, "--gpu", "rtx3090")
-    assert expected["capacity"]["tokens"] == 107_568  # README's first run: 6,723 blocks x 16 tokens
+    assert expected["capacity"]["tokens"] == 109_376  # README's first run: 6,836 blocks x 16 tokens
     # what a screen reader announces: the live region's status line, and the figures inside the same region
     live = browser.value("document.querySelector('[aria-live]').id")
     assert live == "result"
-    # 107,568 / 131,072 (the model's own max_model_len) = 0.82: one full-length request does not fit
-    assert round(expected["capacity"]["max_concurrency"], 2) == 0.82 and expected["error"]
+    # 109,376 / 131,072 (the model's own max_model_len) = 0.83: one full-length request does not fit
+    assert round(expected["capacity"]["max_concurrency"], 2) == 0.83 and expected["error"]
     assert browser.value("document.querySelector('#result #status').textContent") == \
-        "107,568 KV tokens, 0.82x concurrency; the engine would refuse to start."
-    assert browser.value("document.querySelector('#result #tokens').textContent") == "107,568"
+        "109,376 KV tokens, 0.83x concurrency; the engine would refuse to start."
+    assert browser.value("document.querySelector('#result #tokens').textContent") == "109,376"
     assert browser.value("document.getElementById('gpu-count').textContent") == "1 GPU"
     assert browser.value("location.search") == f"?model={urllib.parse.quote(QWEN, safe='')}&gpu=rtx3090"
 

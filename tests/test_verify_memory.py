@@ -76,11 +76,15 @@ def test_a_terabyte_cap_verifies_the_pool_the_machine_holds(monkeypatch):
     available(monkeypatch, 64 * MiB)
     refusing_above(monkeypatch, 64 * MiB)  # were the cap lost, the 73.7 GB plan must not be written for real
     document = run_module.verify_rank(options(TiB))
-    # 32 MiB = 33,554,432 B // 196,608 B = 170 blocks (33,423,360 B); the plan (H100's 372,554 blocks) is scaled to them
+    # 32 MiB = 33,554,432 B // 196,608 B = 170 blocks (33,423,360 B); the plan (H100's 372,954 blocks) is scaled to them.
+    # The plan: budget 78,217,367,414 - weights 992,259,824 - activation 2,890,498,048 (Model Runner V2 at 1,024
+    # rows: 3.5 x 1,024 x 151,936 x 4 + 1 MiB = 2,179,203,072, the dummy run's hidden states (8,192 + 1,024) x 896
+    # x 2 = 16,515,072, the Hopper cuBLAS workspace 33,554,432, the held buffers 1,024 x (151,936 + 2 x 4,748) x 4
+    # = 661,225,472) - non-torch 268,435,456 - graphs 740,294,656 = 73,325,879,430 // 196,608 = 372,954
     assert document["probe"]["max_blocks"] == 170
     assert document["allocated"] == {"num_blocks": 170, "pool_bytes": 170 * BLOCK, "fits": False, "ok": True}
     assert document["decode"]["ok"] and run_module.verified(document)
-    assert "the planned 372,554 blocks do not fit (the memory available); scaled to the 170 that do" in document["notes"]
+    assert "the planned 372,954 blocks do not fit (the memory available); scaled to the 170 that do" in document["notes"]
 
 
 def test_an_allocator_refusal_is_the_probe_result_not_a_traceback(monkeypatch, capsys):

@@ -11,7 +11,11 @@ there: 1,024 sequences, 8,192 batched tokens, so the dummy batch has min(1,024, 
   one float32 copy C = 1,024 x 151,936 x 4 = 622,329,856 B
   gumbel_sample's partial maxima: 1,024 x ceil(151,936 / 1,024) = 149 blocks x (8 + 4) B = 1,830,912 B
   the dummy forward (era "V1, v0.20+"): (3 x 8,192 x 4,096 + 3 x 8,192 x 12,288) x 2 = 805,306,368 B
-  the era's fixed int(0.12 GiB) = 128,849,018 B
+  the era's fixed int(0.12 GiB) = 128,849,018 B, beside the forward only
+  beside V2's sampler, in its place (v1/worker/gpu/model_runner.py profile_run, 0.22.0-0.33.0, keeps _dummy_run's
+    hidden_states and sample_hidden_states = hidden_states[logits_indices] through _dummy_sampler_run):
+    the held hidden states (8,192 + 1 x 1,024) x 4,096 x 2 = 75,497,472 B, one sampled copy (V1 holds two)
+    and PyTorch's cuBLAS workspace on compute capability 9.0, 4,096 KiB x 8 = 33,554,432 B: 109,051,904 B
   V2's held buffers (0.27+): 1,024 x (151,936 + 4,748 + 1 x 4,748) x 4 = 661,225,472 B (output_bin_counts,
     prompt_bin_mask, grammar_bitmask; ceil(151,936 / 32) = 4,748 words a row)
 The profile's peak is the larger of the forward and the sampler (peak_of_larger), the held buffers beside it:
@@ -20,12 +24,13 @@ The profile's peak is the larger of the forward and the sampler (peak_of_larger)
                           (sampler.py V1_TWO_PASS_FROM), the held hidden states (8,192 + 2,048) x 4,096 x 2 =
                           83,886,080 and the cuBLAS workspace 33,554,432 in place of the fixed bytes
                           (tests/test_vllm_sampler_v1.py)                                       = 2,376,865,792 B
-  V2 0.22-0.26 (1.5 C):   933,494,784 + 1,830,912 = 935,325,696 > forward; + fixed              = 1,064,174,714 B
-  V2 0.27-0.32 (0.5 C):   311,164,928 + 1,830,912 = 312,995,840 < forward: 805,306,368 + fixed + held
-                                                                                                = 1,595,380,858 B
-  V2 0.33, FlashInfer:    3.5 C + 1 MiB row states = 2,178,154,496 + 1,048,576 = 2,179,203,072; + fixed + held
-                                                                                                = 2,969,277,562 B
-  V2 0.33, no FlashInfer: 1.5 C + gumbel = 935,325,696; + fixed + held                          = 1,725,400,186 B
+  V2 0.22-0.26 (1.5 C):   933,494,784 + 1,830,912 = 935,325,696, + 109,051,904 = 1,044,377,600 > the forward
+                          805,306,368 + fixed = 934,155,386                                     = 1,044,377,600 B
+  V2 0.27-0.32 (0.5 C):   311,164,928 + 1,830,912 = 312,995,840, + 109,051,904 = 422,047,744 < forward:
+                          934,155,386 + held                                                    = 1,595,380,858 B
+  V2 0.33, FlashInfer:    3.5 C + 1 MiB row states = 2,178,154,496 + 1,048,576 = 2,179,203,072; + 109,051,904
+                          + held                                                                = 2,949,480,448 B
+  V2 0.33, no FlashInfer: 1.5 C + gumbel = 935,325,696; + 109,051,904 + held                   = 1,705,603,072 B
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from kvplan.models.sources import resolve
 
 V1 = 2_376_865_792
 V2_FP32_COPY, V2_NO_PROCESSING, V2_TWO_PASS_FLASHINFER, V2_TWO_PASS_TRITON = (
-    1_064_174_714, 1_595_380_858, 2_969_277_562, 1_725_400_186)
+    1_044_377_600, 1_595_380_858, 2_949_480_448, 1_705_603_072)
 
 
 def activation(version: str, gpu: str = "h100", **knobs: object) -> tuple[str, int]:
@@ -80,3 +85,33 @@ def test_flashinfer_takes_compute_capability_8_0_to_12_1_on_cuda():
     taken = {capability: v2_flashinfer(dep, capability) for capability in ("7.5", "8.0", "9.0", "12.1", "gfx942")}
     assert taken == {"7.5": False, "8.0": True, "9.0": True, "12.1": True, "gfx942": False}
     assert not v2_flashinfer(replace(dep, flashinfer_sampler=False), "9.0")
+
+
+def test_v2_holds_one_sampled_copy_and_the_cublas_workspace_off_hopper():
+    # An A100 80GB (compute capability 8.0) at 0.26.0 with the H100's batch (1,024 sequences, 8,192 tokens given):
+    # PyTorch's cuBLAS workspace off Hopper is :4096:2:16:8, 4,096 KiB x 2 + 16 KiB x 8 = 8,519,680 B, so beside
+    # V2's 1.5 C + gumbel (935,325,696) the held hidden states (8,192 + 1 x 1,024) x 4,096 x 2 = 75,497,472 and
+    # 8,519,680: 1,019,342,848 B, above the forward's 934,155,386. (V1's two sampled copies would add 1,024 x
+    # 4,096 x 2 = 8,388,608 more; the era's fixed bytes in their place would give 1,064,174,714.)
+    assert activation("0.26.0", "a100-80gb-sxm", max_num_seqs=1024, max_num_batched_tokens=8192) == (
+        "V2", 1_019_342_848)
+
+
+def stage_activations(version: str) -> tuple[str, list[int]]:
+    entry = {"gpu": "h100", "version": version, "utilization": 0.9, "model": "Qwen/Qwen3-8B", "max_model_len": 8192,
+             "pp": 2}
+    dep, choice = deployment(entry)
+    plan = plan_deployment(resolve(entry["model"]), dep, choice)
+    return plan.engine.model_runner, [memory.activation_bytes for memory in plan.stage_memories]
+
+
+def test_v2_later_stage_counts_its_received_buffers_from_027():
+    # PP 2: the first stage runs no sampler (its dummy batch has no rows), its forward 805,306,368 + fixed =
+    # 934,155,386. The last stage samples, and V2's load_model (v1/worker/gpu/model_runner.py) has made its
+    # intermediate_tensors (hidden_states and residual, 8,192 x 4,096 x 2 B each: 134,217,728 B) after the weights
+    # are measured: 0.26.0's memory_profiling (weights + torch peak increase + non-torch) leaves them out, 0.27.0's
+    # total_consumed counts them, as it counts the held buffers (661,225,472):
+    #   0.26.0: 1,044,377,600 (as at PP 1)
+    #   0.27.0: 934,155,386 + 661,225,472 + 134,217,728 = 1,729,598,586
+    assert stage_activations("0.26.0") == ("V2", [934_155_386, 1_044_377_600])
+    assert stage_activations("0.27.0") == ("V2", [934_155_386, 1_729_598_586])

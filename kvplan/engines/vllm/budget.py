@@ -150,8 +150,8 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     (peak_of_larger) the larger of the dummy forward and the sampler's pass: the forward's widest point (the era's
     copies of hidden and intermediate, derived from the MLP's shapes; at a MoE layer its routing buffers,
     moe_workspace.routing_bytes, and its shared experts' MLP) with the era's fixed bytes, and the sampler's
-    (sampler.py) with what stays allocated beside it (V1's: PyTorch's cuBLAS workspace, its fixed_bytes; Model
-    Runner V2's carries none and keeps the era's fixed bytes, see below); beside both, a MoE model's fused-MoE
+    (sampler.py) with what stays allocated beside it (PyTorch's cuBLAS workspace, its fixed_bytes: V1 from 0.17,
+    Model Runner V2 from 0.22); beside both, a MoE model's fused-MoE
     workspace (moe_workspace.py; experts: the kernel's kind, SharedWorkspace when not given), made by the first MoE
     layer and kept; expert_slices: how many ways each expert is cut (TP when not given; 1 with expert parallelism,
     whole experts; DP's gathered tokens are not modelled).
@@ -163,10 +163,10 @@ def activation_bytes(era: Era, spec: ModelSpec, tp: int, max_num_seqs: int, mnbt
     the 32 MiB cuBLAS workspace and the middle stages' received buffers (received_bytes); engine-calibration Y13
     (Gemma-4-31B, vLLM 0.23.0, 20 sequences) implies 0.105 GiB above them.
 
-    Model Runner V2's sampler side keeps the era's fixed bytes too: its profile_run (0.33.0 v1/worker/gpu/
-    model_runner.py) holds hidden_states and sample_hidden_states through _dummy_sampler_run as V1's does, and the
-    cuBLAS workspace stays, but sampler.py's V2_SAMPLERS count neither (no holds_hidden, no fixed_bytes); with
-    both there, the 0.12 GiB leaves V2's sampler side as it left V1's."""
+    Model Runner V2's sampler side is read in the source as V1's: its profile_run (0.22.0-0.33.0 v1/worker/gpu/
+    model_runner.py) holds hidden_states and sample_hidden_states through _dummy_sampler_run (hidden_bytes, one
+    sampled copy) and the cuBLAS workspace stays (sampler.v2_sampler's fixed_bytes), so the 0.12 GiB is left on
+    the forward's side only."""
     sampler = sampler or ProfileSampler(era.logits_copies)
     rows = min(max_num_seqs, mnbt)
     logits = sampler.peak_bytes(rows, spec.vocab_size) + sampler.hidden_bytes(rows, mnbt, spec.hidden_size)
@@ -398,7 +398,7 @@ class Vllm(PoolRules):
         act = activation_bytes(era, spec, tp, seqs, settings.max_num_batched_tokens or settings.max_model_len, sampler,
                                experts, 1 if placement is not None and placement.whole else tp)
         act += sampler.held_bytes(seqs, spec.vocab_size, 1 + common.speculative_tokens(dep))
-        if sampler.holds_hidden and not first:  # V1 from 0.17, read in the source whole (sampler.DERIVED_FROM)
+        if sampler.counts_received and not first:  # V1 from 0.17 (sampler.DERIVED_FROM), V2 from 0.27 (sampler.py)
             act += received_bytes(spec, settings.max_num_batched_tokens or settings.max_model_len)
         if lora:  # the largest LoRA shrink buffer of the profiling run, over its batched tokens (rounded up to 8)
             act += lora.shrink_bytes_per_token * -(-(settings.max_num_batched_tokens or 0) // 8) * 8

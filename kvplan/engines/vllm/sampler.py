@@ -20,7 +20,9 @@ profiled peak is read in the source (DERIVED_FROM): the dummy run's hidden state
 cuBLAS workspace take the place of the era's fitted fixed bytes. From 0.21 FlashInfer is the default again and the
 profiling run samples twice (V1_TWO_PASS_FROM); PyTorch's sort holds more below 128 rows (SORT_FULL_BELOW_ROWS).
 
-Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS.
+Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS,
+and its profiled peak is read in the source as V1's from 0.17 (held hidden states, one sampled copy, the cuBLAS
+workspace) from 0.22 on.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: 
     sampler = v1_pass(era, dep, release, capability, sms)
     if release < DERIVED_FROM:
         return sampler
-    return replace(sampler, holds_hidden=True, fixed_bytes=cublas_workspace_bytes(capability))
+    return replace(sampler, holds_hidden=True, counts_received=True, fixed_bytes=cublas_workspace_bytes(capability))
 
 
 def v1_pass(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None,
@@ -210,7 +212,9 @@ class ProfileSampler:
     held: bool = False  # V2's penalty and grammar buffers, counted in the non-KV memory (0.27+)
     fewer_rows: tuple[tuple[int, float], ...] = ()  # (below this many rows, copies): the first that holds wins
     triton: TritonBuffer | None = None  # the Triton top-k / top-p kernel's cached buffer (V1 from 0.17)
-    holds_hidden: bool = False  # the dummy run's hidden states and sampled rows beside the peak (V1 from 0.17)
+    holds_hidden: bool = False  # the dummy run's hidden states and sampled rows beside the peak (V1 0.17+, V2)
+    sampled_copies: int = HELD_SAMPLED_COPIES  # copies of the sampled rows held (V1 2, V2 V2_HELD_SAMPLED_COPIES)
+    counts_received: bool = False  # a later pipeline stage's received buffers count (V1 0.17+, V2 0.27+)
     fixed_bytes: int | None = None  # beside every peak, read in the source (the cuBLAS workspace); None: the era's
 
     def copies_at(self, rows: int) -> float:
@@ -220,7 +224,7 @@ class ProfileSampler:
         """The dummy run's hidden states and sampled rows held through the sampler (none without a sampler run)."""
         if not (self.holds_hidden and rows):
             return 0
-        return (batched_tokens + HELD_SAMPLED_COPIES * rows) * hidden_size * 2
+        return (batched_tokens + self.sampled_copies * rows) * hidden_size * 2
 
     def at_least(self, copies: float, cached_bytes: int) -> ProfileSampler:
         """The larger of this pass and another of `copies` at every row count, with the other's cached buffers."""
@@ -261,8 +265,23 @@ class ProfileSampler:
 #   apply_top_k_top_p_triton masks in place (its per-program buffer, TritonBuffer, at most one row per SM, is not
 #   counted for V2) and gumbel_sample draws: 1.5. The logprobs that follow (compute_topk_scores
 #   over the raw logits beside the float32 copy) hold less. The first pass holds less than the second.
+# Beside the sampler, as V1's from 0.17: profile_run (v1/worker/gpu/model_runner.py, 0.22.0-0.33.0 alike) keeps
+# _dummy_run's hidden_states (max_num_batched_tokens rows, the eager forward's output: execute_model runs the model
+# with need_eager=is_profile) and sample_hidden_states = hidden_states[input_batch.logits_indices] (a gathered copy,
+# one row a dummy request) until after _dummy_sampler_run, which takes compute_logits of those rows directly (no
+# rand_like, V1's second copy): max_num_batched_tokens + 1 x rows rows x hidden, 16-bit. PyTorch's cuBLAS workspace
+# (cublas_workspace_bytes) stays from the dummy forward's first matmul: the same gpu_worker.py
+# determine_available_memory runs V2's profile_run as V1's, under the same torch pins (2.11.0 for vLLM 0.22.0-0.26.0,
+# 2.13.0 for 0.27.0-0.32.0, 2.14.0 for 0.33.0, the wheels' METADATA). These two take the place of the era's fitted
+# fixed bytes on the sampler side (the forward's side keeps them, budget.activation_bytes). Not settled here: which
+# of those torch releases carry pytorch/pytorch PR 175344 (merged 2026-02-19), whose parseChosenWorkspaceSize gives
+# compute capability 10.x and 12.x the 32 MiB too (cublas_workspace_bytes keeps the stored commit's Hopper-only rule).
+# A later pipeline stage's received buffers (self.intermediate_tensors, max_num_batched_tokens rows) are made in
+# GPUModelRunner.load_model after "Model loading took" is measured, not in the profile run as V1's: 0.22-0.26 leave
+# them out of the non-KV memory, from 0.27 total_consumed counts them, as held_bytes' buffers.
 # No V2 startup log that prints its peak is stored (the 0.22 / 0.23 logs run V1 or print no peak): nothing here is
 # fitted; every figure is read in the release's source.
+V2_HELD_SAMPLED_COPIES = 1
 V2_UNPROCESSED_LOGITS_FROM = (0, 27)  # and memory_profiling's total_consumed: ProfileSampler.held_bytes
 V2_SAMPLERS = (  # (first release, sampler); 0.33's two passes are v2_sampler's
     ((0, 22), ProfileSampler(1.5, gumbel=True)),
@@ -278,11 +297,18 @@ def v2_flashinfer(dep: Deployment, capability: str | None) -> bool:
 
 
 def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
+    """V2's dummy sampler passes, with the hidden states and sampled rows held beside them and the cuBLAS
+    workspace."""
     if release >= V2_TWO_PASS_FROM:
         if v2_flashinfer(dep, capability):
-            return ProfileSampler(3.5, cached_bytes=MiB, held=True)
-        return ProfileSampler(1.5, gumbel=True, held=True)
-    return next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
+            sampler = ProfileSampler(3.5, cached_bytes=MiB, held=True)
+        else:
+            sampler = ProfileSampler(1.5, gumbel=True, held=True)
+    else:
+        sampler = next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
+    return replace(sampler, holds_hidden=True, sampled_copies=V2_HELD_SAMPLED_COPIES,
+                   counts_received=release >= V2_UNPROCESSED_LOGITS_FROM,
+                   fixed_bytes=cublas_workspace_bytes(capability))
 
 
 def triton_buffer_note(sampler: ProfileSampler, rows: int) -> str | None:
