@@ -172,8 +172,9 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
         return mixed_bytes(spec, linear, dtype_bytes)
     if method in MODELOPT_BYTES and quant is not None and quant.source and spec.params.by_layer:
         return modelopt_bytes(spec, linear, dtype_bytes, method), ""
+    float32 = _float32_extra(spec, dtype_bytes)
     if method is None:
-        return (dense * dtype_bytes, experts * dtype_bytes), ""
+        return (dense * dtype_bytes + float32, experts * dtype_bytes), ""
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
         if quant is not None and quant.expert_format == "mxfp4" and method == quant.method:
             # DeepSeek-V4's fp4 experts beside fp8 (kvplan.models.hf_config._expert_format): 4-bit values and one
@@ -188,7 +189,7 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
         rule = mxfp4 or MXFP4_CHECKPOINT
         held = _mxfp4_expert_bytes(spec, rule)
         note = f"MXFP4 experts as {rule.name} holds them" if mxfp4 is not None and held is not None else ""
-        return (dense * dtype_bytes, experts * 17 // 32 if held is None else held), note
+        return (dense * dtype_bytes + float32, experts * 17 // 32 if held is None else held), note
     if method in INT_METHODS:
         bits = (quant.bits if quant and quant.bits else None) or (8 if "8" in method else 4)
         group = (quant.group_size if quant and quant.group_size else None) or 128
@@ -198,8 +199,19 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
             return count * bits // 8 + count * (2 * 8 + bits) // (8 * group)
 
         return (packed(dense), packed(experts)), ""
-    return (dense * dtype_bytes, experts * dtype_bytes), (f"quantization {method!r} is not modelled; weights "
-                                                          "counted at the model dtype")
+    return (dense * dtype_bytes + float32, experts * dtype_bytes), (f"quantization {method!r} is not modelled; "
+                                                                    "weights counted at the model dtype")
+
+
+FLOAT32_BYTES = 4
+
+
+def _float32_extra(spec: ModelSpec, dtype_bytes: int) -> int:
+    """Bytes beyond the model dtype of the loose parameters the engines allocate in float32 (LayerParams.float32:
+    Kimi-Linear's and Kimi-K3's KDA dt_bias, conv1d and A_log, models/params.py _Mixers._kda_float32), for the
+    layouts that weigh the loose parameters at the model dtype; the quantized layouts weigh them as before."""
+    held = sum(layer.float32 for layer in spec.params.by_layer)
+    return held * max(0, FLOAT32_BYTES - dtype_bytes)
 
 
 def _fp8(count: int, group: int) -> int:

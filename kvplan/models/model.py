@@ -74,6 +74,7 @@ class LayerParams:
     mlp: int
     experts: int
     loose: int
+    float32: int = 0  # of loose, the parameters the engines hold in float32 whatever the model dtype
 
 
 @dataclass(eq=False)

@@ -43,16 +43,17 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     hc_layer, hc_head = hyper_connections(lm, hidden)
     by_layer = []
     for index, layer in enumerate(layers):
-        before = mixers.loose
+        before, float32_before = mixers.loose, mixers.float32
         mixer = layer.mixer_params(mixers) + hc_layer
         mixers.loose += hc_layer
         mixer_loose = mixers.loose - before
+        float32 = mixers.float32 - float32_before
         if not _has_mlp(lm, layer):
-            by_layer.append(LayerParams(mixer - mixer_loose, 0, 0, mixer_loose + norm))
+            by_layer.append(LayerParams(mixer - mixer_loose, 0, 0, mixer_loose + norm, float32))
             continue
         mlp, expert_part, mlp_loose = _mlp(lm, family, hidden, intermediate, moe, index)
         by_layer.append(LayerParams(mixer - mixer_loose, mlp - expert_part - mlp_loose, expert_part,
-                                    mixer_loose + mlp_loose + norms_per_layer * norm))
+                                    mixer_loose + mlp_loose + norms_per_layer * norm, float32))
     decoder = sum(p.mixer + p.mlp + p.experts + p.loose for p in by_layer)
     experts = sum(p.experts for p in by_layer)
 
@@ -143,6 +144,8 @@ class _Mixers:
     # running sum of the mixers' parameters outside their linear projections (norms, biases, convolutions, SSM
     # per-head parameters): what a quantized checkpoint keeps at the model dtype
     loose: int = 0
+    # running sum of the loose parameters the engines allocate in float32 whatever the model dtype
+    float32: int = 0
 
     def kv_attention(self, kv_heads: int, head_dim: int, value_dim: int | None = None,
                      sliding: bool = False) -> int:
@@ -238,7 +241,19 @@ class _Mixers:
         hidden, width, dim, heads = self.hidden, state.heads * state.head_size, state.head_size, state.heads
         loose = width + 3 * width * state.conv_kernel + heads + dim
         self.loose += loose
+        self.float32 += self._kda_float32(state)
         return hidden * (4 * width + dim + heads) + dim * width + width * hidden + loose
+
+    @staticmethod
+    def _kda_float32(state: KdaState) -> int:
+        """dt_bias (heads x head_dim), the conv1d over q, k and v (3 x heads x head_dim x kernel) and A_log (one per
+        head) are allocated in float32 whatever the model dtype: vLLM 0.33.0 layers/mamba/gdn/kimi_gdn_linear_attn.py
+        KimiGatedDeltaNetAttention.__init__ and models/kimi_k3/nvidia/kda.py (torch.empty(..., dtype=torch.float32),
+        ColumnParallelLinear params_dtype=torch.float32); SGLang 0.5.23 models/kimi_linear.py and kimi_k3.py the
+        same (its qkv_conv1d MergedColumnParallelLinear params_dtype=torch.float32). The loader copies the
+        checkpoint's tensors into them, so they are held at 4 bytes. o_norm stays at the model dtype."""
+        width = state.heads * state.head_size
+        return width + 3 * width * state.conv_kernel + state.heads
 
     def kda_low_rank_mixer(self, state: KdaLowRankGateState) -> int:
         """Kimi-Linear's KDA mixer (vLLM 0.33.0 model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py
@@ -250,6 +265,7 @@ class _Mixers:
         hidden, width, dim, heads = self.hidden, state.heads * state.head_size, state.head_size, state.heads
         loose = width + 3 * width * state.conv_kernel + heads + dim
         self.loose += loose
+        self.float32 += self._kda_float32(state)
         return hidden * (3 * width + heads + dim) + 2 * dim * width + hidden * dim + width * hidden + loose
 
     def mamba2_mixer(self, state: Mamba2State) -> int:
