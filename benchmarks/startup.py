@@ -1,5 +1,7 @@
 """Median wall time of `kvplan estimate` on a bundled model against a bare `python -c pass`.
-Target: at most 0.10 s median on a 2-core machine. Prints figures; asserts nothing.
+Target: at most 0.10 s median on a 2-core machine. Prints figures; asserts nothing. Each command runs as
+`python -m kvplan`, the console script's entry point (kvplan/__main__.py: the collector off at start, os._exit
+after a command that ends at once; kvplan/cli/app.py end()).
 
 `--instructions` counts instructions with valgrind instead (steady where wall time is not); `--where` splits one
 estimate's time into the CLI's import (typer and click), the classes dataclasses builds, and the rest.
@@ -18,16 +20,16 @@ import time
 RUNS = 21
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
-    "kvplan estimate (fits)": [sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
+    "kvplan estimate (fits)": [sys.executable, "-m", "kvplan", "estimate", "--model", "Qwen/Qwen2.5-7B",
                                "--gpu", "rtx3090", "--max-model-len", "32768"],
-    "kvplan estimate (does not fit: levers)": [sys.executable, "-m", "kvplan.cli.app", "estimate", "--model",
+    "kvplan estimate (does not fit: levers)": [sys.executable, "-m", "kvplan", "estimate", "--model",
                                                "Qwen/Qwen2.5-7B", "--gpu", "rtx3090"],
-    "kvplan estimate --json": [sys.executable, "-m", "kvplan.cli.app", "estimate", "--model", "Qwen/Qwen2.5-7B",
+    "kvplan estimate --json": [sys.executable, "-m", "kvplan", "estimate", "--model", "Qwen/Qwen2.5-7B",
                                "--gpu", "rtx3090", "--max-model-len", "32768", "--json"],
-    "kvplan estimate -- vllm serve ...": [sys.executable, "-m", "kvplan.cli.app", "estimate", "--gpu", "rtx3090", "--",
+    "kvplan estimate -- vllm serve ...": [sys.executable, "-m", "kvplan", "estimate", "--gpu", "rtx3090", "--",
                                           "vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "32768", "--port",
                                           "8000"],
-    "kvplan models list": [sys.executable, "-m", "kvplan.cli.app", "models", "list"],
+    "kvplan models list": [sys.executable, "-m", "kvplan", "models", "list"],
 }
 
 

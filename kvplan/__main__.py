@@ -6,6 +6,9 @@ from kvplan.cli.interrupt import INTERRUPTED, exit_at_once_on_ctrl_c, interrupt_
 
 def main() -> None:
     exit_at_once_on_ctrl_c()
+    import gc  # a built-in module
+
+    gc.disable()  # for the start-up; kvplan.cli.app.main turns it back on for a command that does not end at once
     from kvplan.cli.app import end
     from kvplan.cli.app import main as command_line
 

@@ -104,3 +104,17 @@ def test_a_failed_flush_takes_the_ordinary_exit(exits, monkeypatch):
 
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert exits(0) == ("sys.exit", 0)
+
+
+def test_the_collector_stays_off_only_for_a_command_that_ends_at_once(capsys):
+    """The entry points start with gc off; main() turns it back on for verify (its pool), never off itself."""
+    import gc
+
+    try:
+        gc.disable()
+        assert app.main(["gpus", "--json"]) == 0 and not gc.isenabled()
+        assert app.main(["verify", "--help"]) == 0 and gc.isenabled()
+        assert app.main(["gpus", "--json"]) == 0 and gc.isenabled()  # an in-process caller's gc is left as it was
+    finally:
+        gc.enable()
+    capsys.readouterr()
