@@ -67,9 +67,15 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": Family(exact=True),
     "deepseek_v3": Family(),
     # DeepSeek-V4-Flash: 284,334,567,511, the parameters llama.cpp reports for unsloth/DeepSeek-V4-Flash-GGUF
-    # (its /v1/models n_params, in erstmalreden/deepseek-v4-flash-ryzen-ai-max-395-experiment README.md); Pro's
-    # 1,572,999,528,803 against its card's 1.6T
+    # (its /v1/models n_params, in erstmalreden/deepseek-v4-flash-ryzen-ai-max-395-experiment README.md), and the
+    # checkpoint's 290,942,289,362 unpacked values less its MTP layer plus the hash layers' int64 tid2eid. The Hub
+    # counts stored elements (FP4 experts two to a byte, the ue8m0 scales, the MTP layer): Flash's 158,069,433,298
+    # and Pro's 861,608,274,846 follow from these counts by hand (tests/test_published_totals.py)
     "deepseek_v4": Family(exact=True),
+    # MiMo-V2-Flash (vLLM 0.33.0 mimo_v2.py): the main model vLLM loads (load_weights skips "mtp"); the Hub's
+    # 309,785,318,400 adds the checkpoint's three MTP layers and the F32 block scales, by hand in
+    # tests/test_published_totals.py
+    "mimo_v2_flash": Family(exact=True),
     # GLM-5.x (vLLM glm_moe_dsa): GLM-5.2's 743,377,019,904 is the text model of its safetensors headers at
     # zai-org/GLM-5.2@b4734de4 (753,329,940,480 less the MTP layer's 9,952,920,576; joshuahickscorp/hawking
     # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header)

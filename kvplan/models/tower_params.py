@@ -1,8 +1,8 @@
 """The towers counted module by module: each wrapper's model_type (config.json) names its tower's modules
-(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Kimi-K3 and Qwen2-Audio's
-audio tower match a published count to the parameter; Gemma 4's vision and audio towers match their model card's ~550M
-and ~300M and bring the gemma-4-31b-it weights to 0.24 GiB under its vLLM log (engine-calibration Y13; 0.53 GiB
-before)."""
+(transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Kimi-K3, InternVL3 and
+Qwen2-Audio's audio tower match a published count to the parameter; Gemma 4's vision and audio towers match their
+model card's ~550M and ~300M and bring the gemma-4-31b-it weights to 0.24 GiB under its vLLM log
+(engine-calibration Y13; 0.53 GiB before)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,41 @@ def qwen3_vl(vision: ConfigFields, text_hidden: int) -> int:
     deepstack = len(vision.array("deepstack_visual_indexes") or [])
     return (patch_embed + positions + vision.integer("depth") * block + 2 * hidden + mlp
             + deepstack * (2 * merged + mlp))
+
+
+def internvl_chat(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int:
+    """InternVL (vLLM 0.33.0 internvl.py InternVLChatModel with intern_vit.py InternVisionModel), where the
+    InternVisionConfig defaults of the checkpoints' remote code (configuration_intern_vit.py: qkv_bias false,
+    qk_normalization true, norm_type rms_norm, image_size 224, patch_size 14, InternViT-6B's widths) fill what
+    vision_config leaves out, and InternVLChatConfig's (select_layer -1, downsample_ratio 0.5) what the wrapper
+    does. The embeddings: class_embedding of hidden, a Conv2d of 3 channels with bias (Conv2dLayer's default),
+    (image_size / patch)^2 + 1 learned positions; vLLM builds the layers up to select_layer
+    (_init_vision_model: num_hidden_layers + select_layer + 1 for a negative one), each qkv (with qkv_bias' bias),
+    q_norm and k_norm RMSNorms of hidden under qk_normalization, proj and the MLP's fc1 / fc2 with biases, norm1
+    and norm2 (nn.LayerNorm for layer_norm, weight and bias; RMSNorm for rms_norm, weight) and ls1 / ls2 of hidden;
+    no post-norm. mlp1: a LayerNorm and Linear over hidden x (1 / downsample_ratio)^2 to the text width, a Linear
+    text width to text width. InternVL3-8B (InternViT-300M-448px-V2_5, 24 layers of 1,024): 304,012,288 and
+    mlp1's 27,540,480 beside its Qwen2 text model's 7,612,820,992, the Hub's 7,944,373,760
+    (tests/test_published_totals.py)."""
+    hidden = vision.integer("hidden_size", 3200)
+    inner = vision.integer("intermediate_size", 12800)
+    patch = vision.integer("patch_size", 14)
+    depth = vision.integer("num_hidden_layers", 48)
+    select = top.integer("select_layer", -1, minimum=-depth)
+    layers = depth + select + 1 if select < 0 else select + 1
+    if not 0 < layers <= depth:
+        raise top.fail("select_layer", f"must pick one of the vision tower's {depth} layers, got {select}")
+    norm = 2 * hidden if (vision.text("norm_type") or "rms_norm") == "layer_norm" else hidden
+    qk_norms = 2 * hidden if vision.flag("qk_normalization", True) else 0
+    qkv = hidden * 3 * hidden + (3 * hidden if vision.flag("qkv_bias", False) else 0)
+    layer = qkv + qk_norms + _linear(hidden, hidden) + _linear(hidden, inner) + _linear(inner, hidden) \
+        + 2 * norm + 2 * hidden
+    positions = ((vision.integer("image_size", 224) // patch) ** 2 + 1) * hidden
+    embeddings = hidden + 3 * patch * patch * hidden + hidden + positions
+    ratio = top.number("downsample_ratio", 0.5) or 0.5  # towers.VisionTower reads and bounds it to (0, 1]
+    shuffled = hidden * int(1 / ratio) ** 2
+    mlp1 = 2 * shuffled + _linear(shuffled, text_hidden) + _linear(text_hidden, text_hidden)
+    return embeddings + layers * layer + mlp1
 
 
 def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
@@ -227,6 +262,8 @@ TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
     "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d, "gemma4": gemma4_vision,
 }
 VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": gemma4_vision_shape}
+# the towers whose layout the wrapper's own keys shape too (InternVL's select_layer and downsample_ratio)
+WRAPPER_TOWERS: dict[str, Callable[[ConfigFields, ConfigFields, int], int]] = {"internvl_chat": internvl_chat}
 
 
 class AudioRule:
@@ -255,8 +292,12 @@ def count(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> int | No
     """The towers' exact count (the vision tower's, and the audio tower's beside it) where the wrapper's layout
     is known, else None."""
     heard = audio(top, text_hidden)
-    rule = TOWERS.get(top.text("model_type") or "")
-    return rule(vision, text_hidden) + heard if rule else None
+    wrapper = top.text("model_type") or ""
+    rule = TOWERS.get(wrapper)
+    if rule is not None:
+        return rule(vision, text_hidden) + heard
+    wrapped = WRAPPER_TOWERS.get(wrapper)
+    return wrapped(top, vision, text_hidden) + heard if wrapped else None
 
 
 def audio(top: ConfigFields, text_hidden: int) -> int:
