@@ -134,14 +134,20 @@ def test_triton_buffer_rows(sms, rows, buffer_rows):
     assert TritonBuffer(sms, 0).rows(rows) == buffer_rows
 
 
-@pytest.mark.parametrize(("capability", "workspace"), [
-    # CublasHandlePool.cpp parseChosenWorkspaceSize: 4,096 x 8 KiB on sm90; :4096:2:16:8 on other CUDA GPUs;
-    # ROCm 32 MiB, 128 MiB on gfx94x / gfx95x
-    ("9.0", 33_554_432), ("8.0", 8_519_680), ("10.0", 8_519_680), (None, 8_519_680),
-    ("gfx942", 134_217_728), ("gfx950", 134_217_728), ("gfx90a", 33_554_432),
+@pytest.mark.parametrize(("capability", "release", "workspace"), [
+    # CublasHandlePool.cpp parseChosenWorkspaceSize: 4,096 x 8 KiB = 33,554,432 B where the torch release gives 32 MiB,
+    # :4096:2:16:8 = 8,519,680 B on other CUDA GPUs; ROCm 32 MiB, 128 MiB on gfx94x / gfx95x. The CUDA rule as the
+    # pinned torch wheels' libtorch_cuda.so compiles it: torch 2.10.0 / 2.11.0 (vLLM 0.17-0.26) 9.0 alone, 2.13.0
+    # (0.27-0.32) majors 9, 10 and 12, 2.14.0 (0.33) 9 to 12.
+    ("9.0", (0, 19), 33_554_432), ("8.0", (0, 19), 8_519_680), ("10.0", (0, 26), 8_519_680),
+    ("12.0", (0, 26), 8_519_680), (None, (0, 33), 8_519_680),
+    ("10.0", (0, 27), 33_554_432), ("12.0", (0, 27), 33_554_432), ("12.1", (0, 32), 33_554_432),
+    ("11.0", (0, 32), 8_519_680), ("11.0", (0, 33), 33_554_432), ("8.9", (0, 33), 8_519_680),
+    ("9.0", (0, 33), 33_554_432),
+    ("gfx942", (0, 33), 134_217_728), ("gfx950", (0, 19), 134_217_728), ("gfx90a", (0, 33), 33_554_432),
 ])
-def test_cublas_workspace(capability, workspace):
-    assert cublas_workspace_bytes(capability) == workspace
+def test_cublas_workspace(capability, release, workspace):
+    assert cublas_workspace_bytes(capability, release) == workspace
 
 
 @pytest.mark.parametrize(("entry", "expected", "logged"), [

@@ -115,3 +115,19 @@ def test_v2_later_stage_counts_its_received_buffers_from_027():
     #   0.27.0: 934,155,386 + 661,225,472 + 134,217,728 = 1,729,598,586
     assert stage_activations("0.26.0") == ("V2", [934_155_386, 1_044_377_600])
     assert stage_activations("0.27.0") == ("V2", [934_155_386, 1_729_598_586])
+
+
+def test_blackwell_takes_the_32_mib_cublas_workspace_under_torch_2_14():
+    # Qwen2.5-7B (vocab 152,064, hidden 3,584) on a B200 1g.23gb slice (compute capability 10.0), 16K, vLLM 0.33.0
+    # (torch 2.14.0: parseChosenWorkspaceSize gives majors 9-12 the 32 MiB), 256 sequences x 2,048 tokens:
+    #   3.5 x 256 x 152,064 x 4 + 1 MiB = 546,045,952, the held hidden states (2,048 + 256) x 3,584 x 2 = 16,515,072,
+    #   the cuBLAS workspace 33,554,432 (8,519,680 under torch 2.11), the held buffers 256 x (152,064 + 2 x 4,752)
+    #   x 4 = 165,445,632: 761,561,088 (the forward 405,673,082 is smaller)
+    #   pool 20,250,770,800 - 15,264,787,456 (weights and RoPE) - 761,561,088 - 268,435,456 - 730,857,472 (graphs)
+    #   = 3,225,129,328 // 917,504 = 3,515 blocks -> 56,240 tokens
+    plan = plan_deployment(resolve("Qwen/Qwen2.5-7B"), Deployment.from_mapping(
+        {"gpu": "b200:1g.23gb", "max_model_len": 16384, "engine_version": "0.33.0"}),
+        deployment({"gpu": "b200:1g.23gb", "version": "0.33.0", "utilization": 0.92})[1])
+    assert plan.engine.model_runner == "V2"
+    assert plan.memory.activation_bytes == 761_561_088
+    assert (plan.memory.kv_cache_bytes, plan.capacity.tokens) == (3_225_129_328, 56_240)

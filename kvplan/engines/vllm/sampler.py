@@ -70,22 +70,46 @@ DERIVED_FROM = SORT_UNTIL
 HELD_SAMPLED_COPIES = 2
 # PyTorch's cuBLAS workspace, allocated through its caching allocator by the first cuBLAS call of the dummy forward
 # and kept (aten/src/ATen/cuda/CublasHandlePool.cpp getCurrentCUDABlasHandle -> setWorkspaceForHandle ->
-# getNewWorkspace, parseChosenWorkspaceSize, pytorch/pytorch as stored, commit 26a39059; vLLM 0.17-0.19 pin torch
-# 2.10.0, 0.28.0 2.13.0, 0.33.0 2.14.0): without CUBLAS_WORKSPACE_CONFIG, 4,096 KiB x 8 = 32 MiB on compute
-# capability 9.0 (Hopper), :4096:2:16:8 = 8 MiB + 128 KiB on other CUDA GPUs; on ROCm 32 MiB, 128 MiB on gfx94x and
-# gfx95x (MI300X, MI325X, MI355X). The cuBLASLt workspace (1 MiB, bias matmuls) is not counted.
+# getNewWorkspace, parseChosenWorkspaceSize, pytorch/pytorch as stored, commit 26a39059): without
+# CUBLAS_WORKSPACE_CONFIG, 4,096 KiB x 8 = 32 MiB on the compute capabilities of the torch release's rule (Cublas32Mib),
+# :4096:2:16:8 = 8 MiB + 128 KiB on other CUDA GPUs; on ROCm 32 MiB, 128 MiB on gfx94x and gfx95x (MI300X, MI325X,
+# MI355X). The cuBLASLt workspace (1 MiB, bias matmuls) is not counted.
 CUBLAS_HOPPER_WORKSPACE = 4096 * 8 * 1024
 CUBLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
 HIPBLAS_WORKSPACE = 32 * MiB
 HIPBLAS_GFX94_95_WORKSPACE = 128 * MiB
 
 
-def cublas_workspace_bytes(capability: str | None) -> int:
-    """PyTorch's default cuBLAS (hipBLAS) workspace for a device (unknown devices: CUDA's non-Hopper default)."""
+@dataclass(frozen=True)
+class Cublas32Mib:
+    """The CUDA devices a torch release gives the 32 MiB cuBLAS workspace: 9.0 alone (majors None), or every
+    compute capability of these majors."""
+
+    majors: tuple[int, ...] | None = None
+
+    def takes(self, capability: str) -> bool:
+        if self.majors is None:
+            return capability == "9.0"
+        major = capability.partition(".")[0]
+        return major.isdigit() and int(major) in self.majors
+
+
+# (first vLLM release, rule) by the torch each release pins (the vLLM wheels' METADATA: 0.17.0-0.19.0 torch 2.10.0,
+# 0.20.0-0.26.0 2.11.0, 0.27.0-0.32.0 2.13.0, 0.33.0 2.14.0), read in those torch wheels' libtorch_cuda.so, whose
+# at::cuda::parseChosenWorkspaceSize compares cudaDeviceProp's major and minor: 2.10.0 and 2.11.0 (major, minor) ==
+# (9, 0); 2.13.0 major 9, 10 or 12 (pytorch PR 175344, "32MiB for Hopper and Blackwell", merged after 2.11's branch
+# cut); 2.14.0 major 9 to 12 (PR 189312 adds 11).
+CUBLAS_32MIB = (((0, 0), Cublas32Mib()), ((0, 27), Cublas32Mib((9, 10, 12))), ((0, 33), Cublas32Mib((9, 10, 11, 12))))
+
+
+def cublas_workspace_bytes(capability: str | None, release: tuple[int, int]) -> int:
+    """PyTorch's default cuBLAS (hipBLAS) workspace for a device under the release's torch (unknown devices: CUDA's
+    8 MiB + 128 KiB default)."""
     arch = capability or ""
     if arch.startswith("gfx"):
         return HIPBLAS_GFX94_95_WORKSPACE if arch.startswith(("gfx94", "gfx95")) else HIPBLAS_WORKSPACE
-    return CUBLAS_HOPPER_WORKSPACE if arch == "9.0" else CUBLAS_WORKSPACE
+    rule = next(rule for first, rule in reversed(CUBLAS_32MIB) if release >= first)
+    return CUBLAS_HOPPER_WORKSPACE if rule.takes(arch) else CUBLAS_WORKSPACE
 
 
 @dataclass(frozen=True)
@@ -179,7 +203,8 @@ def v1_sampler(era: Era, dep: Deployment, release: tuple[int, int], capability: 
     sampler = v1_pass(era, dep, release, capability, sms)
     if release < DERIVED_FROM:
         return sampler
-    return replace(sampler, holds_hidden=True, counts_received=True, fixed_bytes=cublas_workspace_bytes(capability))
+    return replace(sampler, holds_hidden=True, counts_received=True,
+                   fixed_bytes=cublas_workspace_bytes(capability, release))
 
 
 def v1_pass(era: Era, dep: Deployment, release: tuple[int, int], capability: str | None,
@@ -270,12 +295,9 @@ class ProfileSampler:
 # with need_eager=is_profile) and sample_hidden_states = hidden_states[input_batch.logits_indices] (a gathered copy,
 # one row a dummy request) until after _dummy_sampler_run, which takes compute_logits of those rows directly (no
 # rand_like, V1's second copy): max_num_batched_tokens + 1 x rows rows x hidden, 16-bit. PyTorch's cuBLAS workspace
-# (cublas_workspace_bytes) stays from the dummy forward's first matmul: the same gpu_worker.py
-# determine_available_memory runs V2's profile_run as V1's, under the same torch pins (2.11.0 for vLLM 0.22.0-0.26.0,
-# 2.13.0 for 0.27.0-0.32.0, 2.14.0 for 0.33.0, the wheels' METADATA). These two take the place of the era's fitted
-# fixed bytes on the sampler side (the forward's side keeps them, budget.activation_bytes). Not settled here: which
-# of those torch releases carry pytorch/pytorch PR 175344 (merged 2026-02-19), whose parseChosenWorkspaceSize gives
-# compute capability 10.x and 12.x the 32 MiB too (cublas_workspace_bytes keeps the stored commit's Hopper-only rule).
+# (cublas_workspace_bytes, by the release's torch: CUBLAS_32MIB) stays from the dummy forward's first matmul: the same
+# gpu_worker.py determine_available_memory runs V2's profile_run as V1's. These two take the place of the era's
+# fitted fixed bytes on the sampler side (the forward's side keeps them, budget.activation_bytes).
 # A later pipeline stage's received buffers (self.intermediate_tensors, max_num_batched_tokens rows) are made in
 # GPUModelRunner.load_model after "Model loading took" is measured, not in the profile run as V1's: 0.22-0.26 leave
 # them out of the non-KV memory, from 0.27 total_consumed counts them, as held_bytes' buffers.
@@ -308,7 +330,7 @@ def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None
         sampler = next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
     return replace(sampler, holds_hidden=True, sampled_copies=V2_HELD_SAMPLED_COPIES,
                    counts_received=release >= V2_UNPROCESSED_LOGITS_FROM,
-                   fixed_bytes=cublas_workspace_bytes(capability))
+                   fixed_bytes=cublas_workspace_bytes(capability, release))
 
 
 def triton_buffer_note(sampler: ProfileSampler, rows: int) -> str | None:
