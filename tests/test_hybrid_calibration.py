@@ -142,7 +142,7 @@ def test_every_vllm_log_closes_or_says_why_not():
     # log either predicted from scratch or excluded from it with its reason.
     ids = [e["id"] for e in calibration.entries() if e["engine"] == "vllm"]
     assert ids == ["I7", "Y01", "Y02", "Y03", "Y04", "Y05-65k", "Y05-147k", "Y06", "Y07", "Y08", "Y09", "Y10",
-                   "Y11", "Y12", "Y13", "Y14", "Y15", "Y16", "Y17", "Y18"]
+                   "Y11", "Y12", "Y13", "Y14", "Y15", "Y16", "Y17", "Y18", "Y19"]
     for entry_id in ids:
         entry = BY_ID[entry_id]
         assert entry["source"] and entry["kind"] in calibration.VLLM_KINDS

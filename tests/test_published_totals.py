@@ -199,3 +199,21 @@ def test_internvl_select_layer_builds_fewer_vit_layers():
     config["select_layer"] = -2
     fewer = parse_config(config, "b", SpecSource("local", "b")).params.vision
     assert full - fewer == 12_598_272  # one InternViT-300M layer (above)
+
+
+def test_kimi_k2_thinking_pool_replays_by_hand():
+    # engine-calibration Y19 (vllm-project/recipes moonshotai/Kimi-K2-Think.md): "Available KV cache memory: 46.80
+    # GiB", "GPU KV cache size: 715,072 tokens" at TP 8 on H200. MLA keeps one latent per rank whatever the TP: 61
+    # layers x (512 + 64) x 2 B = 70,272 B a token, FlashMLA's 64-token blocks of 4,497,408 B. 46.80 GiB +- 0.005
+    # is 11,172 to 11,174 blocks; 715,072 = 11,173 x 64 (and the -dcp 8 run's 5,721,088 = 8 x 11,174 x 64)
+    from kvplan.calibration import engines as calibration
+    from kvplan.units import GiB
+
+    entry = next(e for e in calibration.entries() if e["id"] == "Y19")
+    block = 64 * 61 * 576 * 2
+    assert block == 4_497_408
+    low, high = int((46.80 - 0.005) * GiB) // block, int((46.80 + 0.005) * GiB) // block
+    assert (low, high) == (11_172, 11_174) and 715_072 == 11_173 * 64 and 5_721_088 == 8 * 11_174 * 64
+    replay = calibration.pool_replay(entry)
+    assert replay.closes and replay.low.block_size == 64
+    assert (replay.low.tokens, replay.high.tokens) == (low * 64, high * 64)
