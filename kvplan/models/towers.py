@@ -75,6 +75,13 @@ class VisionTower:
     # SGLang's adjust_mem_fraction_for_vlm reads by those names (a Qwen-VL tower's `depth` is not one of them); None
     # without a vision_config
     named_sizes: tuple[int | None, int | None] | None = None
+    # the sub-config the language model sits under (SGLang's get_hf_text_config looks for thinker_config,
+    # llm_config, language_config, text_config in that order), "" where the text model's keys are at the top
+    text_subconfig: str = ""
+    language_model_only: bool = False  # config.json's language_model_only: the checkpoint declares text-only serving
+
+
+TEXT_SUBCONFIGS = ("thinker_config", "llm_config", "language_config", "text_config")
 
 
 def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
@@ -118,7 +125,9 @@ def vision_tower(top: ConfigFields, text_hidden: int) -> VisionTower | None:
         depth=vision.optional_int(("depth", "num_hidden_layers")) or 0,
         num_heads=vision.optional_int(("num_heads", "num_attention_heads")) or 0, deepstack=tuple(deepstack),
         encoder=shapes[0], audio=shapes[1],
-        named_sizes=(vision.optional_int("num_hidden_layers"), vision.optional_int("hidden_size")))
+        named_sizes=(vision.optional_int("num_hidden_layers"), vision.optional_int("hidden_size")),
+        text_subconfig=next((key for key in TEXT_SUBCONFIGS if top.nested(key) is not None), ""),
+        language_model_only=top.flag("language_model_only", False))
 
 
 def _shuffle_factor(vision: ConfigFields, top: ConfigFields) -> int:

@@ -38,6 +38,8 @@ from kvplan.engines.sglang.defaults import (
     default_mem_fraction,
     gpu_defaults,
     prefill_graph_mib,
+    text_only_reason,
+    unknown_gpu_fraction,
     vision_fraction_cut,
     vlm_mem_fraction,  # noqa: F401 (named here by tests/test_sglang_rules.py)
 )
@@ -172,10 +174,10 @@ def _default_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int
 
 def _heuristic_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: int,
                         release: tuple[int, ...]) -> float:
-    """server_args' heuristic before any vision-tower cut; 0.88 where the GPU size is not known (server_args'
-    fallback)."""
+    """server_args' heuristic before any vision-tower cut; where the GPU size is not known server_args' fallback
+    (defaults.unknown_gpu_fraction: 0.88 until 0.5.19, 0.95 from 0.5.20)."""
     if mib <= 0:
-        return 0.88
+        return unknown_gpu_fraction(release)
     dep = target.deployment
     prefill = prefill_graph_mib(min(chunked, dep.max_total_tokens or chunked), uses_mla(target.spec),
                                 prefill_graphs_captured(target, release))
@@ -187,11 +189,20 @@ def _heuristic_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: i
 
 def _vision_cut(target: PlanInput) -> VisionFractionCut | None:
     """How adjust_mem_fraction_for_vlm lowers the default fraction for the model's vision_config; None without one
-    (an audio tower alone: Qwen2-Audio), where it returns the fraction as it is."""
+    (an audio tower alone: Qwen2-Audio), where it returns the fraction as it is, and where SGLang does not treat
+    the model as multimodal (defaults.text_only_reason), where it does not run."""
+    tower = target.spec.tower
+    if tower is None or tower.named_sizes is None or _text_only(target) is not None:
+        return None
+    return vision_fraction_cut(*tower.named_sizes, tower.config_type)
+
+
+def _text_only(target: PlanInput) -> str | None:
+    """Why a model with a vision_config gets no vision cut of the default fraction in this release, or None."""
     tower = target.spec.tower
     if tower is None or tower.named_sizes is None:
         return None
-    return vision_fraction_cut(*tower.named_sizes, tower.config_type)
+    return text_only_reason(target.spec.architecture, tower, release_of(target.deployment.engine_version))
 
 
 def _fraction_inputs(target: PlanInput) -> tuple[float, int, int, tuple[int, ...]]:
@@ -439,6 +450,10 @@ class Sglang(PoolRules):
         cut = _vision_cut(target)
         if not given and cut is not None and fraction is not None and fraction > 0:
             notes.append(cut.note(_heuristic_fraction(target, *_fraction_inputs(target))))
+        text_only = _text_only(target)
+        if not given and text_only is not None:
+            notes.append(f"vision tower: SGLang keeps its default mem_fraction_static (no "
+                         f"adjust_mem_fraction_for_vlm): {text_only}")
         dep = target.deployment
         tower_note = towers.note(target)
         if tower_note:

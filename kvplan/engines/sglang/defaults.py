@@ -13,11 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.sglang.releases import (
+    CONFIG_LANGUAGE_MODEL_ONLY_FROM,
     EAGLE_RESERVE_4_GIB_FROM,
+    INKLING_MULTIMODAL_OFF_FROM,
     LARGER_20_35_GIB_DEFAULTS_FROM,
+    MIMO_V2_TEXT_ONLY_FROM,
+    MULTIMODAL_SUBCONFIG_FROM,
     PREFILL_GRAPHS_FROM,
+    UNKNOWN_GPU_095_FROM,
     release_of,
 )
+from kvplan.models.towers import VisionTower
 
 NEWEST = release_of(None)
 # (GPU memory below this many MiB, chunked_prefill_size, cuda_graph_max_bs at TP < 4, at TP >= 4)
@@ -173,3 +179,73 @@ def vlm_mem_fraction(fraction: float, vit_layers: int = 24, vit_hidden_size: int
     complexity = vit_layers * vit_hidden_size ** 2 / (24 * 1024 ** 2)
     factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (complexity - 1.0)))
     return fraction * factor  # in SGLang's order of operations: the logs print this float exactly
+
+
+def unknown_gpu_fraction(release: tuple[int, ...] = NEWEST) -> float:
+    """mem_fraction_static where server_args has no GPU memory size (gpu_mem None): 0.88 until 0.5.19, 0.95 from
+    0.5.20 (releases.py UNKNOWN_GPU_095_FROM)."""
+    return 0.95 if release >= UNKNOWN_GPU_095_FROM else 0.88
+
+
+# SGLang 0.5.23 configs/model_config.py multimodal_model_archs (MIMO_V2_MULTIMODAL_ARCHS included). Each earlier
+# release's list (0.5.9 to 0.5.22, each compared) holds a subset of these names, and none of the names it lacks is an
+# architecture kvplan's architectures.json gives that release, so one list serves them all.
+MULTIMODAL_ARCHS = frozenset({
+    "BailingMM2NativeForConditionalGeneration", "BailingMMNativeForConditionalGeneration",
+    "BailingMoeV3VLForConditionalGeneration", "CLIPModel", "Cohere2VisionForConditionalGeneration",
+    "Cosmos3EdgeForConditionalGeneration", "DeepseekOCRForCausalLM", "DeepseekVL2ForCausalLM",
+    "DiffusionGemmaForBlockDiffusion", "Dots3NoteForCausalLM", "DotsOCRForCausalLM", "DotsVLMForCausalLM",
+    "EmbeddingGemma2Model", "Ernie4_5_VLMoeForConditionalGeneration", "Gemma3ForConditionalGeneration",
+    "Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
+    "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Glm5NextForConditionalGeneration",
+    "GlmAsrForConditionalGeneration", "GlmImageForConditionalGeneration", "GlmOcrForConditionalGeneration",
+    "Grok1AForCausalLM", "Grok1VForCausalLM", "InternS1ForConditionalGeneration",
+    "InternS1ProForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "InternVLChatModel", "JetVLMForConditionalGeneration",
+    "KimiK25ForConditionalGeneration", "KimiVLForConditionalGeneration", "Lfm2VlForConditionalGeneration",
+    "LightOnOCRForConditionalGeneration", "Llama4ForConditionalGeneration", "LlavaForConditionalGeneration",
+    "LlavaLlamaForCausalLM", "LlavaMistralForCausalLM", "LlavaQwenForCausalLM", "LlavaVidForCausalLM",
+    "LocateAnythingForConditionalGeneration", "MiDashengLMModel", "MiMoV2ASRForCausalLM", "MiMoV2ForCausalLM",
+    "MiniCPMO", "MiniCPMV", "MiniMaxM3SparseForConditionalGeneration", "Mistral3ForConditionalGeneration",
+    "MllamaForConditionalGeneration", "MossVLForConditionalGeneration", "MultiModalityCausalLM",
+    "MuseGlimmerForConditionalGeneration", "MuseSparkForConditionalGeneration", "NVILAForConditionalGeneration",
+    "NVILALiteForConditionalGeneration", "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Nano_VL_V2",
+    "NemotronH_Omni_Reasoning_V3", "POINTSV15ChatModel", "PaddleOCRVLForConditionalGeneration", "Phi4MMForCausalLM",
+    "PixtralForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration", "Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
+    "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration", "Sarashina2VisionForCausalLM",
+    "Step3VLForConditionalGeneration", "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
+    "UnlimitedOCRForCausalLM", "VoxtralForConditionalGeneration", "WhisperForConditionalGeneration",
+})
+# ModelConfig.__init__'s mm_disabled_models: with --enable-multimodal left unset (and the default model_impl) these
+# are served text-only, so their vision_config lowers no fraction; by the first release that lists each
+MULTIMODAL_OFF_BY_DEFAULT = {
+    "Gemma3ForConditionalGeneration": (0, 0, 0), "Llama4ForConditionalGeneration": (0, 0, 0),
+    "Step3VLForConditionalGeneration": (0, 0, 0), "InklingForConditionalGeneration": INKLING_MULTIMODAL_OFF_FROM,
+}
+MIMO_V2_ARCHS = frozenset({"MiMoV2ForCausalLM"})  # model_config.py MIMO_V2_MULTIMODAL_ARCHS
+
+
+def text_only_reason(architecture: str, tower: VisionTower, release: tuple[int, ...] = NEWEST) -> str | None:
+    """Why SGLang does not run adjust_mem_fraction_for_vlm for a config with a vision_config (None where it does),
+    from what the config shows: ModelConfig.is_multimodal (configs/model_config.py) is enable_multimodal (its
+    default: off for MULTIMODAL_OFF_BY_DEFAULT and, from 0.5.12, for a MiMoV2ForCausalLM without both vision_config
+    and audio_config), not is_lm_only (from 0.5.18 config.json's language_model_only), and the architecture in
+    multimodal_model_archs or (from 0.5.10) a text sub-config (hf_config is not hf_text_config). The run's flags
+    (--enable-multimodal, --language-only, --language-model-only, --disaggregation-mode decode: the cut is also
+    skipped for the last three, from 0.5.17 / 0.5.18 for the last two) are noted, not read (flags.py)."""
+    off_from = MULTIMODAL_OFF_BY_DEFAULT.get(architecture)
+    if off_from is not None and release >= off_from:
+        return f"{architecture} is served text-only unless --enable-multimodal is given (model_config.py)"
+    if architecture in MIMO_V2_ARCHS and release >= MIMO_V2_TEXT_ONLY_FROM and not tower.has_audio:
+        return f"{architecture} without both vision_config and audio_config is served text-only (model_config.py)"
+    if tower.language_model_only and release >= CONFIG_LANGUAGE_MODEL_ONLY_FROM:
+        return "config.json sets language_model_only (model_config.py is_lm_only)"
+    if architecture in MULTIMODAL_ARCHS:
+        return None
+    if tower.text_subconfig and release >= MULTIMODAL_SUBCONFIG_FROM:
+        return None
+    return (f"{architecture or 'the architecture'} is not in SGLang's multimodal_model_archs"
+            + ("" if tower.text_subconfig else " and the config nests no text sub-config")
+            + " (model_config.py is_multimodal)")

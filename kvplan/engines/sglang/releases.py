@@ -52,6 +52,19 @@ MAMBA_PADDING_SLOT_BUDGETED_FROM = (0, 5, 17)
 # 0.5.20 arg_groups/memory_hook.py handle_gpu_memory_settings: 20-35 GiB cards get chunked prefill 4096 and decode
 # graph batch 48 (TP < 4) or 160 (0.5.19: 2048 and 24 or 80).
 LARGER_20_35_GIB_DEFAULTS_FROM = (0, 5, 20)
+# mem_fraction_static where server_args finds no GPU memory size (gpu_mem None): 0.88 in 0.5.9-0.5.18 server_args.py
+# _handle_gpu_memory_settings and 0.5.19 arg_groups/memory_hook.py, 0.95 from 0.5.20 (memory_hook.py
+# handle_gpu_memory_settings, 0.5.20-0.5.23 read).
+UNKNOWN_GPU_095_FROM = (0, 5, 20)
+# What makes SGLang's ModelConfig.is_multimodal (configs/model_config.py), on which adjust_mem_fraction_for_vlm
+# runs: 0.5.9 the architecture list alone; from 0.5.10 a text sub-config too (has_multimodal_subconfig); from
+# 0.5.12 a MiMoV2ForCausalLM without both vision_config and audio_config is text-only; from 0.5.16
+# InklingForConditionalGeneration is multimodal only with --enable-multimodal; from 0.5.18 config.json's
+# language_model_only makes it text-only (is_lm_only). Each release from 0.5.9 to 0.5.23 read.
+MULTIMODAL_SUBCONFIG_FROM = (0, 5, 10)
+MIMO_V2_TEXT_ONLY_FROM = (0, 5, 12)
+INKLING_MULTIMODAL_OFF_FROM = (0, 5, 16)
+CONFIG_LANGUAGE_MODEL_ONLY_FROM = (0, 5, 18)
 
 # KV cache dtypes --kv-cache-dtype takes from a release on (0.5.16 server_args.py choices; 0.5.15: auto, fp8_e5m2,
 # fp8_e4m3, bf16, bfloat16, fp4_e2m1)
@@ -86,6 +99,16 @@ RELEASES = Releases("SGLang", COVERED, changes=(
     Change((0, 5, 16), "--kv-cache-dtype mxfp8, nvfp4 and fp4_mx_block16 (0.5.16 server_args.py)"),
     Change(LARGER_20_35_GIB_DEFAULTS_FROM, "20-35 GiB cards: chunked prefill 4096, decode graph batch 48 / 160 "
                                            "(0.5.20 arg_groups/memory_hook.py)"),
+    Change(UNKNOWN_GPU_095_FROM, "mem_fraction_static 0.95 where the GPU's memory size is not known (0.88 before; "
+                                 "0.5.20 arg_groups/memory_hook.py)"),
+    Change(MULTIMODAL_SUBCONFIG_FROM, "a text sub-config makes a model multimodal, so its vision_config lowers the "
+                                      "default fraction (0.5.10 configs/model_config.py)"),
+    Change(MIMO_V2_TEXT_ONLY_FROM, "MiMoV2ForCausalLM without vision_config and audio_config is text-only (0.5.12 "
+                                   "configs/model_config.py)"),
+    Change(INKLING_MULTIMODAL_OFF_FROM, "InklingForConditionalGeneration multimodal only with --enable-multimodal "
+                                        "(0.5.16 configs/model_config.py)"),
+    Change(CONFIG_LANGUAGE_MODEL_ONLY_FROM, "config.json's language_model_only makes the model text-only: no "
+                                            "vision cut of the default fraction (0.5.18 configs/model_config.py)"),
 ))
 
 
