@@ -99,9 +99,7 @@ def test_the_first_command_prints_the_panel_shown():
 
 @pytest.mark.parametrize("start", [
     "kvplan estimate --gpu h100 --", "kvplan check", "kvplan explain", "kvplan simulate",
-    pytest.param("kvplan size", marks=pytest.mark.xfail(
-        strict=True, reason="README's size table predates 7d3356e (vLLM non-torch at TP > 1 by interconnect): row 2, "
-                            "6x l40s 2/3/1, is now 80 / 5 / 662,528 / x1.25, as estimate gives for its launch line")),
+    "kvplan size",
 ])
 def test_each_example_prints_what_the_readme_shows(start):
     words, shown, comment = example(start)
