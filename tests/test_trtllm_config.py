@@ -137,8 +137,12 @@ def test_known_keys_are_noted_or_listed(tmp_path):
     config = write(tmp_path, "kv_cache_config:\n  enable_block_reuse: false\ncuda_graph_config:\n"
                              "  enable_padding: true\n  max_batch_size: 64\nprint_iter_log: true\n"
                              "moe_expert_parallel_size: 2\n")
-    notes = parse_command(["trtllm-serve", MODEL, "--config", config]).deployment().notes
-    assert f"{config}: not memory-relevant: kv_cache_config.enable_block_reuse, print_iter_log" in notes
+    dep = parse_command(["trtllm-serve", MODEL, "--config", config]).deployment()
+    notes = dep.notes
+    # kv_cache_config.enable_block_reuse is read (DeepSeek-V4's FP8 context-MLA workspace, trtllm/deepseek_v4.py)
+    assert dep.enable_prefix_caching is False and dep.where("enable_prefix_caching").endswith(
+        "extra.yaml:2: kv_cache_config.enable_block_reuse")
+    assert f"{config}: not memory-relevant: print_iter_log" in notes
     assert any(n.startswith(f"{config}:3: cuda_graph_config is accepted but not modelled (CUDA graphs") for n in notes)
     assert f"{config}:7: moe_expert_parallel_size is accepted but not modelled" in notes
 

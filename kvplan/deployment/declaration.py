@@ -108,10 +108,12 @@ class Deployment:
         default_rule="vLLM 8192 on >= 70 GiB GPUs other than A100, else 2048")
     enable_chunked_prefill: bool | None = knob("bool", "vLLM: prefills chunked by max_num_batched_tokens; off, "
                                                "a step takes a whole prompt (max_num_batched_tokens at least "
-                                               "max_model_len: a bigger activation peak).",
+                                               "max_model_len: a bigger activation peak). TensorRT-LLM: "
+                                               "enable_chunked_prefill (off by default).",
                                                default_rule="on (V1); V0 by context length", engine_only=True)
     enable_prefix_caching: bool | None = knob("bool", "vLLM: prefix caching; for hybrid (Mamba / linear-attention) "
-                                              "models it decides how many state blocks a request holds.",
+                                              "models it decides how many state blocks a request holds. "
+                                              "TensorRT-LLM: kv_cache_config.enable_block_reuse (on by default).",
                                               default_rule="on; hybrid models from v0.26 only (config/model.py "
                                               "is_prefix_caching_supported)", engine_only=True)
     mamba_cache_mode: str | None = knob("str", "vLLM 0.18-0.32: how prefix caching keeps Mamba states (none, align: "
@@ -126,6 +128,11 @@ class Deployment:
                                "run by the C++ executor.", default_rule="pytorch", choices=("pytorch", "tensorrt", "trt"),
                                unmodelled={"_autodeploy": "kvplan does not model TensorRT-LLM's _autodeploy backend"},
                                engine_only=True)
+    fp8_context_mla_kv_len_cap: int | None = knob(
+        "int", "TensorRT-LLM: kv_cache_config.fp8_context_mla_kv_len_cap, the summed context KV tokens the FP8 "
+        "context-MLA workspace is reserved for (floored at max_seq_len, capped at its worst case).", minimum=0,
+        maximum=2**50, default_rule="min(max_batch_size, max_num_tokens) x max_seq_len",
+        engine_only=True)
     optimization_level: int | None = knob("int", "vLLM 0.12+ -O level: 0 compiles nothing and captures no CUDA "
                                           "graphs; 1 captures PIECEWISE graphs only; 2-3 FULL and PIECEWISE.",
                                           minimum=0, maximum=3,

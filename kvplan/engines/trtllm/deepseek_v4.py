@@ -29,16 +29,19 @@ kind), as the stored NVIDIA/TensorRT-LLM sources build them (PyTorch backend onl
 - the reserve (_util.py@00043967 configure_kv_cache_capacity, get_mla_context_workspace_kv_len_cap,
   get_mla_context_workspace_reserve) is min(w x L_cap, share x w / (k + w)) where w, the backend's
   runtime_workspace_bytes_per_token, is above 0 and L_cap is set: L_cap = min(max_batch_size, max_num_tokens) x
-  max_seq_len when block reuse is on (KvCacheConfig.enable_block_reuse, default True) and chunked prefill off
-  (enable_chunked_prefill, default False; DeepSeek-V4's workspace is chunk-bounded), else no reserve.
+  max_seq_len, or kv_cache_config.fp8_context_mla_kv_len_cap floored at max_seq_len and capped there, when block
+  reuse is on (KvCacheConfig.enable_block_reuse, default True) and chunked prefill off (enable_chunked_prefill,
+  default False), else no reserve (chunked prefill on leaves one only where the backend's
+  runtime_workspace_is_chunked_prefill_bounded is False, trtllm.py@017aa0ca: NVFP4 DSA on SM 100+, never
+  DeepSeek-V4).
   _torch/attention/backends/trtllm.py@017aa0ca TrtllmAttention.runtime_workspace_bytes_per_token, which the sparse
   backends inherit: 0 without an FP8 KV cache (the NVFP4 term is DSA's only), 0 with one on SM 100/103/107 where
   DeepSeek-V4 runs sparse MLA from the paged cache (TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset), else
   heads / TP x (qk_rope + qk_nope + v_head_dim) B (cpp attentionOp.cpp contextMlaWorkspaceBytesPerToken). So a
   BF16 cache, or FP8 on Blackwell, reserves nothing and the quota is the share; an FP8 cache on SM 90 reserves
-  (Workspace: the head dims from TensorRT-LLM's own DeepseekV4Config, k from the manager's per-token bytes), which
-  kvplan plans under TensorRT-LLM's defaults, block reuse on and chunked prefill off (it reads neither knob for
-  TensorRT-LLM; either one changed leaves no reserve);
+  (Workspace: the head dims from TensorRT-LLM's own DeepseekV4Config, k from the manager's per-token bytes), read
+  from the options as kvplan parses them (flags.py: kv_cache_config.enable_block_reuse -> enable_prefix_caching,
+  enable_chunked_prefill, kv_cache_config.fp8_context_mla_kv_len_cap);
 - TrtllmAttention.__init__ refuses DeepSeek-V4 on SM 120/121 unless the KV dtype is fp8_ds_mla.
 
 Not modelled, refused by name: SM 120/121 (fp8_ds_mla rows), MTP (it widens every window and appends ratios),
@@ -52,6 +55,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.capacity import SplitPools, TokenPool
 from kvplan.engines.base import PlanInput
@@ -60,6 +64,9 @@ from kvplan.models.compressed_attention import CompressedSparseAttention, Packed
 from kvplan.models.layers import Layer, has_compressed_attention
 from kvplan.plan import EngineSettings
 from kvplan.units import GiB, cdiv
+
+if TYPE_CHECKING:
+    from kvplan.deployment import Deployment
 
 # where none is given: the manager takes 128 or 256 only, and 128 is the default TensorRT-LLM's DeepSeek-V4 example
 # README gives (v1.3.0rc23, as ai-dynamo/aiconfigurator's DSV4 module collector cites it; that README is not stored)
@@ -304,11 +311,34 @@ def fp8_rows(kv_cache_dtype: str, checkpoint_dtype: str | None) -> bool:
     return kv_cache_dtype in ("fp8", "fp8_e4m3") or (kv_cache_dtype == "auto" and checkpoint_dtype == "fp8_e4m3")
 
 
+def no_workspace_cap(dep: Deployment) -> str | None:
+    """Why get_mla_context_workspace_kv_len_cap (_util.py@00043967) gives no L_cap, or None where it gives one: its
+    workspace_can_exceed_profile is (block reuse and not chunked prefill) or (chunked prefill and a workspace the
+    chunk does not bound). DeepSeek-V4's is bounded: TrtllmAttention.runtime_workspace_is_chunked_prefill_bounded
+    (trtllm.py@017aa0ca), which the sparse backends inherit, is False for NVFP4 DSA alone."""
+    if dep.enable_chunked_prefill:
+        return (f"{dep.where('enable_chunked_prefill')} chunked prefill bounds the workspace by its chunk, which "
+                "the profiling run covers")
+    if dep.enable_prefix_caching is False:
+        return (f"{dep.where('enable_prefix_caching')} without block reuse no cached prefix grows the summed "
+                "attended KV past the profiling run's max_num_tokens")
+    return None
+
+
+def workspace_kv_len_cap(dep: Deployment, max_batch_size: int, max_num_tokens: int, max_seq_len: int) -> int:
+    """get_mla_context_workspace_kv_len_cap where it applies: the never-stall worst case min(max_batch_size,
+    max_num_tokens) x max_seq_len, or kv_cache_config.fp8_context_mla_kv_len_cap floored at max_seq_len (one
+    request must fit) and capped at that worst case."""
+    worst = min(max_batch_size, max_num_tokens) * max_seq_len
+    override = dep.fp8_context_mla_kv_len_cap
+    return worst if override is None else min(max(override, max_seq_len), worst)
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The context-MLA workspace KvCacheCreator.configure_kv_cache_capacity (_util.py@00043967) reserves from the
     free memory's share for an FP8 cache off SM 100-107's sparse path, with block reuse on and chunked prefill off
-    (TensorRT-LLM's defaults; kvplan reads neither knob for TensorRT-LLM):
+    (no_workspace_cap):
     - rate, w: TrtllmAttention.runtime_workspace_bytes_per_token (trtllm.py@017aa0ca) -> AttentionOp::
       contextMlaWorkspaceBytesPerToken (cpp attentionOp.cpp, read_file id 57623691929): heads / TP x (qk_rope +
       qk_nope + v_head_dim) fp8 bytes. DeepSeek-V4's are the in-tree config's (_torch/configs/__init__.py@00b6d5a2
@@ -320,27 +350,29 @@ class Workspace:
     - manager, k: _get_kv_size_per_token().slope, DeepseekV4CacheManager.get_cache_size_per_token
       (cache_manager.py@015279e0 _estimate_bytes_per_token): every layer's buffers, a token's bytes each, the
       compressed ones over their ratio (floor), as layer_buffers gives them for a one-token block;
-    - cap, L_cap: get_mla_context_workspace_kv_len_cap, min(max_batch_size, max_num_tokens) x max_seq_len (no
-      fp8_context_mla_kv_len_cap override read);
+    - cap, L_cap: workspace_kv_len_cap;
     - get_mla_context_workspace_reserve: min(w x L_cap, share x w / (k + w))."""
 
     rate: int
     manager: int
     cap: int
+    override: int | None = None  # kv_cache_config.fp8_context_mla_kv_len_cap as given
 
     @classmethod
     def of(cls, target: PlanInput, settings: EngineSettings, fp8_kv: bool) -> Workspace | None:
         """None where TrtllmAttention declares no rate: no FP8 cache, or SM 100/103/107 (useSparseMLA: K/V read
-        from the paged cache, TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset)."""
-        if not fp8_kv or target.gpu.compute_capability in SPARSE_MLA_SMS:
+        from the paged cache, TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset); or where no L_cap is set
+        (no_workspace_cap)."""
+        if not fp8_kv or target.gpu.compute_capability in SPARSE_MLA_SMS or no_workspace_cap(target.deployment):
             return None
         layers = [layer for layer in target.spec.layers if isinstance(layer, CompressedSparseAttention)]
         first = layers[0]
         heads = target.spec.num_attention_heads // target.deployment.tensor_parallel_size
         rate = heads * (first.rope_dim + QK_NOPE_HEAD_DIM + first.latent_dim)
         manager = sum(size for layer in layers for _, size in layer_buffers(layer, 1, FP8_ROW_BYTES))
-        cap = min(settings.max_num_seqs or 0, settings.max_num_batched_tokens or 0) * settings.max_model_len
-        return cls(rate, manager, cap)
+        cap = workspace_kv_len_cap(target.deployment, settings.max_num_seqs or 0,
+                                   settings.max_num_batched_tokens or 0, settings.max_model_len)
+        return cls(rate, manager, cap, target.deployment.fp8_context_mla_kv_len_cap)
 
     def reserve(self, share: int) -> int:
         """The bytes reserved from a share: w x L_cap, or where that is more, what leaves the pool
@@ -350,11 +382,14 @@ class Workspace:
         return share - share * self.manager // (self.manager + self.rate)
 
     def describe(self) -> str:
+        given = ("min(max_batch_size, max_num_tokens) x max_seq_len" if self.override is None else
+                 f"fp8_context_mla_kv_len_cap {self.override:,} floored at max_seq_len, capped at "
+                 "min(max_batch_size, max_num_tokens) x max_seq_len")
         return (f"it is the free memory's share less KvCacheCreator's context-MLA workspace reserve, min(w x L_cap, "
                 f"share x w / (k + w)) (an FP8 cache off SM 100-107's sparse path, block reuse on and chunked prefill "
-                f"off: TensorRT-LLM's defaults, kvplan reads neither knob here): w = {self.rate:,} B a token, "
+                f"off): w = {self.rate:,} B a token, "
                 f"heads / TP x (qk_rope + qk_nope {QK_NOPE_HEAD_DIM} + v_head_dim); k = {self.manager:,} B a token "
-                f"(DeepseekV4CacheManager.get_cache_size_per_token); L_cap = {self.cap:,} tokens")
+                f"(DeepseekV4CacheManager.get_cache_size_per_token); L_cap = {self.cap:,} tokens ({given})")
 
 
 def quota(target: PlanInput, settings: EngineSettings, available: int, fp8_kv: bool) -> int:
@@ -378,9 +413,10 @@ def quota_note(target: PlanInput, settings: EngineSettings, pools: Dsv4Pools, sh
     source = "--kv-cache-memory" if given and given <= kv_quota else share
     raised = f" (the pools hold {pools.total:,} B: StorageManager's minimum slots take more)" if pools.raised else ""
     workspace = Workspace.of(target, settings, fp8_kv) if target.gpu.memory_bytes else None
+    why = no_workspace_cap(target.deployment)
     reserved = (workspace.describe() if workspace is not None else
                 "KvCacheCreator reserves no context-MLA workspace from the share here (it does for an FP8 cache on "
-                "SM 90 with block reuse and no chunked prefill)")
+                "SM 90 with block reuse and no chunked prefill" + (f"; {why}" if why else "") + ")")
     return (f"{source} ({kv_quota:,} B) is KVCacheManagerV2's GPU quota (kv_cache_config.max_gpu_total_bytes){raised}, "
             f"shared between DeepseekV4CacheManager's pool groups; {reserved}; {ROWS_NOTE}")
 

@@ -52,6 +52,8 @@ KNOB_FLAGS: dict[str, tuple[str, str]] = {
     # choices pytorch (default), tensorrt (alias trt: serve.py's ChoiceWithAlias) and _autodeploy; kvplan models
     # pytorch and tensorrt (the `backend` knob).
     "backend": ("backend", "value"),
+    # a click flag (is_flag); read for DeepSeek-V4's FP8 context-MLA workspace reserve (deepseek_v4.Workspace)
+    "enable-chunked-prefill": ("enable_chunked_prefill", "value"),
     # A YAML file of LLM-API arguments merged over the command line (update_llm_args_with_extra_dict); one option
     # with two names.
     "config": ("config", "value"),
@@ -97,6 +99,7 @@ DIALECT = Dialect(
     # kv_offloading_size: kv_cache_config.host_cache_size; attention_data_parallel_size: --enable_attention_dp
     own_knobs=frozenset({"backend", "kv_offloading_size", "attention_data_parallel_size", "enable_lora",
                          "max_lora_rank", "max_loras", "max_cpu_loras", "lora_target_modules",
-                         "mamba_ssm_cache_dtype"}),
+                         "mamba_ssm_cache_dtype", "enable_chunked_prefill", "enable_prefix_caching",
+                         "fp8_context_mla_kv_len_cap"}),
     reads_words=attention_dp_words,
 )

@@ -115,6 +115,12 @@ EXTRA_OPTIONS_KNOBS: dict[str, str] = {
     # bytes of host memory per rank for the secondary (offload) pool: kvplan's kv_offloading_size, in GiB
     # (options.py converts; engines/trtllm/host_cache.py sizes it)
     "kv_cache_config.host_cache_size": "kv_offloading_size",
+    # block reuse (default on) and chunked prefill (default off) decide whether KvCacheCreator reserves DeepSeek-V4's
+    # FP8 context-MLA workspace on SM 90, and fp8_context_mla_kv_len_cap how much (_torch/pyexecutor/_util.py@00043967
+    # get_mla_context_workspace_kv_len_cap; engines/trtllm/deepseek_v4.py Workspace); no other plan reads them
+    "kv_cache_config.enable_block_reuse": "enable_prefix_caching",
+    "kv_cache_config.fp8_context_mla_kv_len_cap": "fp8_context_mla_kv_len_cap",
+    "enable_chunked_prefill": "enable_chunked_prefill",
     "model": "model",
     "revision": "revision",
     "hf_revision": "revision",  # renamed to revision by update_llm_args_with_extra_dict
@@ -150,7 +156,6 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
     "kv_cache_config.use_kv_cache_manager_v2": "the experimental KV cache manager v2",
     "kv_cache_config.max_util_for_resume": "KV cache manager v2's resume threshold",
     "cuda_graph_config": "CUDA graphs for decode batches: up to 200 MB each, says llm_args.py",
-    "enable_chunked_prefill": "chunked context: prefill activations bounded by max_num_tokens",
     "attention_dp_config": "attention data parallel scheduling",
     "enable_lm_head_tp_in_adp": "LM head sliced over TP under attention DP",
     "max_beam_width": "beam search: each request holds KV for every beam",
@@ -183,7 +188,7 @@ EXTRA_OPTIONS_NOTED: dict[str, str] = {
 
 # Keys that do not change GPU memory for the KV cache, weights or activations (a mapping-valued key: all of it).
 EXTRA_OPTIONS_INERT: tuple[str, ...] = (
-    "kv_cache_config.enable_block_reuse", "kv_cache_config.enable_partial_reuse",
+    "kv_cache_config.enable_partial_reuse",
     "kv_cache_config.copy_on_partial_reuse", "kv_cache_config.onboard_blocks",
     "kv_cache_config.secondary_offload_min_priority", "kv_cache_config.event_buffer_max_size",
     "kv_cache_config.attention_dp_events_gather_period_ms", "kv_cache_config.mamba_ssm_stochastic_rounding",
@@ -245,7 +250,6 @@ NOTED: dict[str, tuple[str, str]] = {
     "cp-size": ("value", "context parallel: KV sharded over CP ranks"),
     "moe-cluster-parallel-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
     "cluster-size": ("value", "deprecated; MoE expert-cluster parallelism: expert weight placement"),
-    "enable-chunked-prefill": ("bool", "chunked context: prefill activations bounded by max_num_tokens"),
     "enable-visual-gen": ("bool", "visual generation pipeline: its own weights and activations"),
     "visual-gen-args": ("value", "settings of the visual generation pipeline"),
     "video-pruning-rate": ("value", "prunes video tokens: smaller multimodal activations"),
