@@ -527,6 +527,10 @@ class TensorRtLlm(PoolRules):
             notes.append(f"{dep.where('attention_data_parallel_size')}: attention DP: each of the "
                          f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
                          "weights, replicated on every rank, are counted split over TP (not modelled)")
+        if dep.enable_chunked_prefill is not None and not deepseek_v4.applies(target.spec.layers):
+            # read for DeepSeek-V4's context-MLA workspace alone (deepseek_v4.no_workspace_cap)
+            notes.append(f"{dep.where('enable_chunked_prefill')} is accepted but not modelled here (chunked "
+                         "context: prefill activations bounded by max_num_tokens)")
         cap_note = rules.memory_cap_note(dep)
         if cap_note and target.gpu.memory_bytes and not deepseek_v4.applies(target.spec.layers):
             notes.append(cap_note)
