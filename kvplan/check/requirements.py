@@ -102,8 +102,11 @@ def check_file_schema() -> dict[str, Any]:
     properties = entry.get("properties", {})
     for name in list(properties):
         spellings = [s for s in properties[name].get("x-spellings", []) if " (" not in s]
-        for spelling in {name.replace("_", "-"), *spellings} - {name}:
-            properties[spelling] = copy.deepcopy(properties[name])
+        # dict.fromkeys, not a set: a set of strings iterates in the order of the process's string hashes
+        # (PYTHONHASHSEED), so the twins' order, and the printed schema, changed from run to run
+        for spelling in dict.fromkeys([name.replace("_", "-"), *spellings]):
+            if spelling != name:
+                properties[spelling] = copy.deepcopy(properties[name])
     definitions = entry.pop("$defs", {})
     # Any other key is an engine flag (enable-prefix-caching: true), checked against the engine's own catalogue.
     entry["additionalProperties"] = True

@@ -89,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except SystemExit as exc:
+        # rich 15.0.0 console.py Console.on_broken_pipe: on a closed pipe (kvplan models list | head -1, --help | head)
+        # it points stdout at os.devnull and raises SystemExit(1) while handling the BrokenPipeError; 1 is kvplan's
+        # "computed but cannot serve", so a closed pipe ends 0 here as it does for kvplan's own writes above
+        if isinstance(exc.__context__, BrokenPipeError):
+            return 0
+        raise
     except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
         return _click_exit(exc)
     finally:

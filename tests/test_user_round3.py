@@ -1,0 +1,64 @@
+"""Round 3, tried as a user: what broke when kvplan was installed from a fresh clone and used from a shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ENV = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+
+
+def _closed_pipe_run(args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """python -m kvplan ARGS with stdout a pipe whose reader has already gone (as `| head -1` leaves it once
+    head has its line): the first write that reaches the pipe fails with EPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "kvplan", *args], stdout=write_end, stderr=subprocess.PIPE,
+                              env=ENV, timeout=60, check=False)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("args", [["models", "list"], ["--help"], ["estimate", "--help"],
+                                  ["estimate", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "h100"]])
+def test_a_closed_pipe_ends_0_without_a_word(args: list[str]) -> None:
+    # `kvplan models list | head -1` and `kvplan --help | head -1` ended 1, kvplan's "computed but cannot serve":
+    # rich's Console.on_broken_pipe raises SystemExit(1) (rich 15.0.0 console.py), while kvplan's own writes
+    # (the estimate's) already ended 0 on a BrokenPipeError
+    result = _closed_pipe_run(args)
+    assert result.returncode == 0
+    assert result.stderr == b""
+
+
+def test_models_list_to_a_file_is_whole() -> None:
+    # the same command not cut short: the table's 97 bundled rows and the closing note, all of them
+    result = subprocess.run([sys.executable, "-m", "kvplan", "models", "list"], capture_output=True, env=ENV,
+                            timeout=60, check=False)
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    assert "97 model specs" in text  # the title: model_specs/ holds 97 files
+    assert sum(line.startswith("│ ") for line in text.splitlines()) == 97
+    assert text.rstrip().endswith("($KVPLAN_SPEC_DIR)")  # the note printed after the table, last
+
+
+def test_check_schema_is_the_same_whatever_the_hash_seed() -> None:
+    # The dashed and alias twins of each knob were added by iterating a set of strings, so their order followed
+    # PYTHONHASHSEED: two runs of `kvplan check --schema` printed "gpu-memory-bytes" and "gpu-memory" in either
+    # order. Now in the order the knob declares them: its dashed name first, then its aliases (x-spellings).
+    outputs = []
+    for seed in ("1", "2", "3"):
+        result = subprocess.run([sys.executable, "-m", "kvplan", "check", "--schema"], capture_output=True,
+                                env={**ENV, "PYTHONHASHSEED": seed}, timeout=60, check=False)
+        assert result.returncode == 0
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] == outputs[2]
+    properties = json.loads(outputs[0])["properties"]["deployments"]["items"]["properties"]
+    names = list(properties)
+    # gpu_memory_bytes declares the spellings ["gpu-memory-bytes", "gpu-memory"] (its x-spellings, above)
+    assert properties["gpu_memory_bytes"]["x-spellings"][:2] == ["gpu-memory-bytes", "gpu-memory"]
+    assert names.index("gpu_memory_bytes") < names.index("gpu-memory-bytes") < names.index("gpu-memory")
