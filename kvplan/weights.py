@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from kvplan.models.model import ModelSpec, ParamCount
 from kvplan.models.modelopt import LM_HEAD, excluded_roles, is_excluded
+from kvplan.models.resident import ResidentCopy
 
 FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # AutoRound (quantization/auto_round.py AutoRoundConfig) loads through vLLM's GPTQ or AWQ linear methods by its
@@ -116,12 +117,13 @@ class WeightLayout:
         return self.per_layer - self.experts_per_layer
 
 
-def resident_params(spec: ModelSpec) -> ParamCount:
-    """The parameters the engine holds: the checkpoint's count (spec.params, the Hub's) with what the engines
-    allocate beyond it (spec.resident, models/resident.py) added to the attention of the layers that hold it."""
+def resident_params(spec: ModelSpec, engine: str | None = None) -> ParamCount:
+    """The parameters the engine holds: the checkpoint's count (spec.params, the Hub's) with what this engine
+    allocates beyond it (spec.resident, models/resident.py: each copy says which engines hold it; None: those every
+    engine holds) added to the attention of the layers that hold it."""
     params = spec.params
     extra: dict[int, int] = {}
-    for copy in spec.resident:
+    for copy in held_copies(spec, engine):
         for index, count in copy.by_layer().items():
             extra[index] = extra.get(index, 0) + count
     if not extra:
@@ -131,13 +133,19 @@ def resident_params(spec: ModelSpec) -> ParamCount:
     return replace(params, total=params.total + sum(extra.values()), by_layer=by_layer)
 
 
+def held_copies(spec: ModelSpec, engine: str | None) -> tuple[ResidentCopy, ...]:
+    """The resident copies this engine holds (ResidentCopy.held_by)."""
+    return tuple(copy for copy in spec.resident if copy.held_by(engine))
+
+
 def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None,
-                  mxfp4: Mxfp4Experts | None = None) -> WeightLayout:
+                  mxfp4: Mxfp4Experts | None = None, engine: str | None = None) -> WeightLayout:
     """method: the quantization in force (the --quantization flag, else the checkpoint's own); mxfp4: how the
-    engine holds MXFP4 experts once loaded (vllm_mxfp4_experts), None for the checkpoint's own bytes. The bytes are
+    engine holds MXFP4 experts once loaded (vllm_mxfp4_experts), None for the checkpoint's own bytes; engine: whose
+    resident copies and loose-parameter dtypes apply (None: those every engine shares, KdaLoose). The bytes are
     of resident_params: the checkpoint's and what the engine allocates beyond it, in the format in force."""
     params = spec.params
-    held = replace(spec, params=resident_params(spec))
+    held = replace(spec, params=resident_params(spec, engine))
     outside = params.embeddings + params.lm_head + params.vision  # kept at the model dtype
     checkpoint_method = spec.quantization.method.lower() if spec.quantization else None
     layers = max(1, spec.num_layers)
@@ -150,19 +158,20 @@ def weight_layout(spec: ModelSpec, dtype_bytes: int, method: str | None,
         linear = params.total - outside
         experts = decoder * params.experts // linear if linear > 0 else 0
         if held.params is not params:
-            decoder += (sum(_decoder_bytes(held, held.params.total - outside, dtype_bytes, method)[0])
-                        - sum(_decoder_bytes(spec, linear, dtype_bytes, method)[0]))
+            decoder += (sum(_decoder_bytes(held, held.params.total - outside, dtype_bytes, method, engine=engine)[0])
+                        - sum(_decoder_bytes(spec, linear, dtype_bytes, method, engine=engine)[0]))
     else:
-        (dense, experts), note = _decoder_bytes(held, held.params.total - outside, dtype_bytes, method, mxfp4)
+        (dense, experts), note = _decoder_bytes(held, held.params.total - outside, dtype_bytes, method, mxfp4,
+                                                engine)
         decoder = dense + experts
-    note = "; ".join(part for part in (note, *(copy.note() for copy in spec.resident)) if part)
+    note = "; ".join(part for part in (note, *(copy.note() for copy in held_copies(spec, engine))) if part)
     return WeightLayout(params.embeddings * dtype_bytes, _lm_head_bytes(spec, dtype_bytes, method), decoder // layers,
                         params.vision * dtype_bytes, note, experts // layers,
                         spec.moe.num_experts if spec.moe is not None else 0)
 
 
 def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str | None,
-                   mxfp4: Mxfp4Experts | None = None) -> tuple[tuple[int, int], str]:
+                   mxfp4: Mxfp4Experts | None = None, engine: str | None = None) -> tuple[tuple[int, int], str]:
     """Bytes of the decoder layers' parameters in the given format, estimated from the parameter count, as
     (outside the routed experts, routed experts)."""
     quant = spec.quantization
@@ -172,7 +181,7 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
         return mixed_bytes(spec, linear, dtype_bytes)
     if method in MODELOPT_BYTES and quant is not None and quant.source and spec.params.by_layer:
         return modelopt_bytes(spec, linear, dtype_bytes, method), ""
-    float32 = _float32_extra(spec, dtype_bytes)
+    float32 = KDA_LOOSE.get(engine or "", KdaLoose()).extra(spec, dtype_bytes)
     if method is None:
         return (dense * dtype_bytes + float32, experts * dtype_bytes), ""
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
@@ -206,12 +215,38 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
 FLOAT32_BYTES = 4
 
 
-def _float32_extra(spec: ModelSpec, dtype_bytes: int) -> int:
-    """Bytes beyond the model dtype of the loose parameters the engines allocate in float32 (LayerParams.float32:
-    Kimi-Linear's and Kimi-K3's KDA dt_bias, conv1d and A_log, models/params.py _Mixers._kda_float32), for the
-    layouts that weigh the loose parameters at the model dtype; the quantized layouts weigh them as before."""
-    held = sum(layer.float32 for layer in spec.params.by_layer)
-    return held * max(0, FLOAT32_BYTES - dtype_bytes)
+BFLOAT16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class KdaLoose:
+    """How an engine holds Kimi-Linear's and Kimi-K3's KDA dt_bias, q/k/v conv1d and A_log (LayerParams.float32,
+    models/params.py _Mixers._kda_float32): vLLM 0.33.0 (layers/mamba/gdn/kimi_gdn_linear_attn.py) and SGLang 0.5.23
+    (models/kimi_linear.py, kimi_k3.py) allocate them in float32 whatever the model dtype. extra: their bytes beyond
+    the model dtype, for the layouts that weigh the loose parameters at it (the quantized ones weigh them as
+    before)."""
+
+    def extra(self, spec: ModelSpec, dtype_bytes: int) -> int:
+        held = sum(layer.float32 for layer in spec.params.by_layer)
+        return held * max(0, FLOAT32_BYTES - dtype_bytes)
+
+
+@dataclass(frozen=True)
+class KdaBfloat16(KdaLoose):
+    """TensorRT-LLM creates A_log and dt_bias in float32 but ends KimiKDALinearAttention.__init__ with
+    _meta_safe_cast_dtype(self, torch.bfloat16), which casts every floating parameter of the module, the conv1d
+    weights included, to bfloat16 (_torch/modules/kimi_kda/kimi_kda_mixer.py, read_file id 57355614767; the
+    production module of the same name, read_file id 57369235038, that modeling_kimi_linear.py's
+    KimiLinearDecoderLayer builds): they are 2 bytes, the model dtype's or fewer. Under --dtype float32 the cast
+    takes the module's projections to bfloat16 too, which is not modelled; nor are the fp32 copies its Blackwell
+    decode path makes after loading (finalize_decode_weights)."""
+
+    def extra(self, spec: ModelSpec, dtype_bytes: int) -> int:
+        held = sum(layer.float32 for layer in spec.params.by_layer)
+        return held * (BFLOAT16_BYTES - dtype_bytes)
+
+
+KDA_LOOSE: dict[str, KdaLoose] = {"trtllm": KdaBfloat16()}  # every other engine: KdaLoose
 
 
 def _fp8(count: int, group: int) -> int:

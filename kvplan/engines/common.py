@@ -55,7 +55,8 @@ def prepare(target: PlanInput, flat_pool: bool = False, settings: EngineSettings
         kv_name = settings.forced_kv_cache_dtype
         kv_bytes = kv_cache_format(kv_name, f"{spec.source.location}: quantization_config")
     weights = weight_layout(spec, dtype_bytes(dtype, dtype_where), quantization_method(spec, dep),
-                            settings.mxfp4_experts if settings is not None else None)
+                            settings.mxfp4_experts if settings is not None else None,
+                            settings.name if settings is not None else dep.engine)
     drafts, draft_weights, draft_note = draft_layers(target, dtype, weights)
     notes = [note for note in (dtype_note, weights.note, draft_note, modelopt_kv_note(spec, dep, kv_name),
                                        rules.kv_cache_scheme_note(target, settings, kv_name)) if note]

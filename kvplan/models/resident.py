@@ -41,6 +41,10 @@ class ValueFromKey:
     def params(self) -> int:
         return sum(self.by_layer().values())
 
+    def held_by(self, engine: str | None) -> bool:
+        """Whether this engine allocates it (every engine does)."""
+        return True
+
     def note(self) -> str:
         widths = sorted(set(self.width))
         shown = " or ".join(f"{width:,}" for width in widths)
@@ -49,32 +53,57 @@ class ValueFromKey:
                 "checkpoint's count")
 
 
-ResidentCopy = ValueFromKey  # every kind of resident extra the spec can carry
+@dataclass(frozen=True)
+class SharedLayerValue(ValueFromKey):
+    """The V slot of a KV-shared full-attention layer under attention_k_eq_v (num_kv_shared_layers: the layer reads
+    an earlier layer's KV), which SGLang alone allocates. SGLang 0.5.23 srt/models/gemma4_causal.py Gemma4Attention
+    builds one QKVParallelLinear of num_heads, total_num_kv_heads and head_dim for every layer, the KV-shared ones
+    included (is_kv_shared_layer only picks the cache layer its RadixAttention reads and drops save_kv_cache); a
+    full layer's head_dim and KV heads are the full-attention shape (srt/utils/hf_transformers/config.py
+    _apply_gemma4_attention_overrides). vLLM 0.33.0 and TensorRT-LLM build a Q projection alone there (the V slot
+    is not theirs). params.py counts such a layer's q, k and o (kv_attention less V under attention_k_eq_v), so
+    what SGLang holds beyond it is V: kv heads x head dim x hidden."""
+
+    def held_by(self, engine: str | None) -> bool:
+        return engine == "sglang"
+
+    def note(self) -> str:
+        widths = sorted(set(self.width))
+        shown = " or ".join(f"{width:,}" for width in widths)
+        return (f"weights include the V slot SGLang's whole QKV holds in KV-shared full-attention layers "
+                f"(attention_k_eq_v, num_kv_shared_layers): {len(self.layers)} layers x {shown} x {self.hidden:,} = "
+                f"{self.params():,} parameters beyond the checkpoint's count")
+
+
+ResidentCopy = ValueFromKey  # every kind of resident extra the spec can carry (SharedLayerValue is one)
 
 
 def resident_copies(lm: ConfigFields, layers: tuple[Layer, ...], hidden: int) -> tuple[ResidentCopy, ...]:
     """What the engines allocate beyond the checkpoint for this config. The layers are those whose V params.py
     leaves out of the count (kv_attention: a layer of global_head_dim under attention_k_eq_v) and that compute their
-    own K: a layer that reads an earlier layer's KV (num_kv_shared_layers) is built differently by each engine
-    (vLLM 0.33.0 and TensorRT-LLM a Q projection alone, SGLang 0.5.23 the whole QKV), so it is left out of this."""
+    own K (ValueFromKey, every engine); a layer that reads an earlier layer's KV (num_kv_shared_layers) is built
+    differently by each engine (vLLM 0.33.0 and TensorRT-LLM a Q projection alone, SGLang 0.5.23 the whole QKV),
+    so its V slot is SGLang's alone (SharedLayerValue)."""
     if not lm.flag("attention_k_eq_v", False):
         return ()
     global_dim = lm.optional_int("global_head_dim")
-    held = [(index, layer.kv_heads * layer.head_dim) for index, layer in enumerate(layers)
-            if isinstance(layer, FullAttention) and layer.head_dim == global_dim]
-    if not held:
-        return ()
-    return (ValueFromKey(tuple(i for i, _ in held), tuple(w for _, w in held), hidden),)
+    copies: list[ResidentCopy] = []
+    for kind, cls in ((FullAttention, ValueFromKey), (SharedKv, SharedLayerValue)):
+        held = [(index, layer.kv_heads * layer.head_dim) for index, layer in enumerate(layers)
+                if isinstance(layer, kind) and layer.head_dim == global_dim]
+        if held:
+            copies.append(cls(tuple(i for i, _ in held), tuple(w for _, w in held), hidden))
+    return tuple(copies)
 
 
 def shared_layers_note(lm: ConfigFields, layers: tuple[Layer, ...]) -> str | None:
     """A note where a layer that reads an earlier layer's KV is also one whose V the checkpoint leaves out: the
-    engines differ on whether they hold a V slot there (resident_copies), so none is counted."""
+    engines differ on whether they hold a V slot there (resident_copies), so it is counted for SGLang alone."""
     if not lm.flag("attention_k_eq_v", False):
         return None
     global_dim = lm.optional_int("global_head_dim")
     shared = sum(isinstance(layer, SharedKv) and layer.head_dim == global_dim for layer in layers)
     if not shared:
         return None
-    return (f"attention_k_eq_v: the V slot of {shared} KV-shared full-attention layers is not counted in the weights "
-            "(SGLang 0.5.23 builds a whole QKV there, vLLM 0.33.0 and TensorRT-LLM a Q projection alone)")
+    return (f"attention_k_eq_v: the V slot of {shared} KV-shared full-attention layers is counted in SGLang's weights "
+            "alone (SGLang 0.5.23 builds a whole QKV there, vLLM 0.33.0 and TensorRT-LLM a Q projection alone)")
