@@ -1,8 +1,9 @@
 """The towers counted module by module: each wrapper's model_type (config.json) names its tower's modules
 (transformers' modeling files, as vLLM 0.33.0 loads them). Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Kimi-K3, InternVL3 and
 Qwen2-Audio's audio tower match a published count to the parameter; Gemma 4's vision and audio towers match their
-model card's ~550M and ~300M and bring the gemma-4-31b-it weights to 0.24 GiB under its vLLM log
-(engine-calibration Y13; 0.53 GiB before)."""
+model card's ~550M and ~300M and brought the gemma-4-31b-it weights to 0.24 GiB under its vLLM log
+(hybrid_calibration.yaml Y13, 'Model loading took 58.99 GiB'; 0.53 GiB before); with the V slot vLLM fills from K
+(models/resident.py) the weights term is 63,301,887,572 B = 58.95 GiB, 0.04 GiB under."""
 
 from __future__ import annotations
 
