@@ -2,7 +2,8 @@
 model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py KimiGatedDeltaNetAttention.__init__: torch.empty(...,
 dtype=torch.float32) for dt_bias and A_log, ColumnParallelLinear(params_dtype=torch.float32) for conv1d; SGLang
 0.5.23 models/kimi_linear.py the same), so the weights term weighs them at 4 bytes, not the checkpoint's bf16
-(kvplan/models/params.py _Mixers._kda_float32, kvplan/weights.py _float32_extra)."""
+(kvplan/models/params.py _Mixers._kda_float32, kvplan/weights.py KdaLoose; TensorRT-LLM casts them to bfloat16,
+tests/test_kda_loose_by_engine.py)."""
 
 from __future__ import annotations
 
