@@ -62,3 +62,25 @@ def test_check_schema_is_the_same_whatever_the_hash_seed() -> None:
     # gpu_memory_bytes declares the spellings ["gpu-memory-bytes", "gpu-memory"] (its x-spellings, above)
     assert properties["gpu_memory_bytes"]["x-spellings"][:2] == ["gpu-memory-bytes", "gpu-memory"]
     assert names.index("gpu_memory_bytes") < names.index("gpu-memory-bytes") < names.index("gpu-memory")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_bad_torch_dtype_in_a_vision_config_names_the_file_and_key(tmp_path, capsys, engine: str) -> None:
+    # Qwen2.5-VL's bundled config with torch_dtype "float1000": under vLLM the plan stopped at the encoder budget's
+    # dtype_bytes and said only "dtype: unknown dtype 'float1000'", with no file named (SGLang and TensorRT-LLM named
+    # it, at the weights). Now the config reader refuses it for every engine, naming the file and the key.
+    from pathlib import Path
+
+    from kvplan.cli.app import main
+
+    spec = json.loads((Path(__file__).parent.parent / "model_specs" / "Qwen__Qwen2.5-VL-7B-Instruct.json").read_text())
+    config = spec["config"]
+    config["torch_dtype"] = "float1000"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["estimate", "--model", str(path), "--gpu", "h100", "--engine", engine]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"kvplan: error: {path}: torch_dtype: unknown dtype 'float1000'; known: bfloat16,")

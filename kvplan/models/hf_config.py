@@ -125,7 +125,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     layers = tuple(_layers(lm, family, num_layers, hidden, heads))
     moe = _moe(lm, num_layers, intermediate)
     tie = _tied(top, lm, family)
-    dtype = lm.text(("torch_dtype", "dtype")) or top.text(("torch_dtype", "dtype")) or "float32"
+    dtype = _checkpoint_dtype(lm, top)
     quant = _quantization(top.nested("quantization_config") or lm.nested("quantization_config")) or quant_file
     quant = _expert_format(lm, quant)
     max_context, context_note = _max_context(lm, family)
@@ -161,6 +161,22 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
 # maps the name to its own MINIMAXM3) calls the text backbone MiniMaxM3ForCausalLM; the engines' class for that
 # backbone is MiniMaxM3SparseForCausalLM (nvidia/MiniMax-M3-NVFP4 names MiniMaxM3SparseForConditionalGeneration)
 SERVED_AS = {"MiniMaxM3ForCausalLM": "MiniMaxM3SparseForCausalLM"}
+
+
+def _checkpoint_dtype(lm: ConfigFields, top: ConfigFields) -> str:
+    """torch_dtype (transformers 5 writes dtype), the text config's first, else float32 (PretrainedConfig's
+    default). A name kvplan cannot weigh (units.DTYPE_BYTES) is refused here, naming the file and key: vLLM's
+    plan stopped later at the encoder budget's dtype_bytes with only 'dtype' to say where."""
+    for fields in (lm, top):
+        key = fields.first_key(("torch_dtype", "dtype"))
+        name = fields.text(key) if key is not None else None
+        if not name:
+            continue
+        if canonical_dtype(name) not in DTYPE_BYTES:
+            known = ", ".join(sorted({canonical_dtype(k) for k in DTYPE_BYTES}))
+            raise KvplanError(f"unknown dtype {name[:40]!r}; known: {known}", f"{fields.where}: {fields.prefix}{key}")
+        return name
+    return "float32"
 
 
 def _served_architecture(published: str) -> tuple[str, list[str]]:
