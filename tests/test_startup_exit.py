@@ -67,6 +67,10 @@ def exits(monkeypatch):
     monkeypatch.setattr(app.os, "_exit", at_once)
     monkeypatch.setattr(atexit, "_ncallbacks", lambda: 0)
     monkeypatch.setattr(app, "_ends_at_once", True)
+    # threads other tests of the session leave running (a served app, a browser) count as none: this test's own
+    # thread is the one that must keep the ordinary exit
+    others, count = threading.active_count() - 1, threading.active_count
+    monkeypatch.setattr(threading, "active_count", lambda: count() - others)
 
     def end(code):
         with pytest.raises((Ended, SystemExit)) as raised:
