@@ -30,7 +30,9 @@ The profile's peak is the larger of the forward and the sampler (peak_of_larger)
                           934,155,386 + held                                                    = 1,595,380,858 B
   V2 0.33, FlashInfer:    3.5 C + 1 MiB row states = 2,178,154,496 + 1,048,576 = 2,179,203,072; + 109,051,904
                           + held                                                                = 2,949,480,448 B
-  V2 0.33, no FlashInfer: 1.5 C + gumbel = 935,325,696; + 109,051,904 + held                   = 1,705,603,072 B
+  V2 0.33, no FlashInfer: 1.5 C + gumbel = 935,325,696, + the Triton buffer (apply_top_k_top_p_triton for the
+                          warm-up's top-k 50 / top-p 0.9 rows: min(next_power_of_2(min(132 SMs, 1,024)), 132) =
+                          132 rows x 151,936 x 4 = 80,222,208) = 1,015,547,904; + 109,051,904 + held = 1,785,825,280 B
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from kvplan.models.sources import resolve
 
 V1 = 2_376_865_792
 V2_FP32_COPY, V2_NO_PROCESSING, V2_TWO_PASS_FLASHINFER, V2_TWO_PASS_TRITON = (
-    1_044_377_600, 1_595_380_858, 2_949_480_448, 1_705_603_072)
+    1_044_377_600, 1_595_380_858, 2_949_480_448, 1_785_825_280)
 
 
 def activation(version: str, gpu: str = "h100", **knobs: object) -> tuple[str, int]:

@@ -22,7 +22,7 @@ profiling run samples twice (V1_TWO_PASS_FROM); PyTorch's sort holds more below 
 
 Model Runner V2 (v1/worker/gpu/, the runner of runner.py) has a sampler of its own: its ProfileSampler is V2_SAMPLERS,
 and its profiled peak is read in the source as V1's from 0.17 (held hidden states, one sampled copy, the cuBLAS
-workspace) from 0.22 on.
+workspace) from 0.22 on; 0.33's warm-up pass off FlashInfer holds the Triton buffer as V1's does.
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ class ProfileSampler:
     cached_bytes: int = 0  # FlashInfer's top_k_mask_logits row states (1 MiB, flashinfer 0.7.2 sampling.py)
     held: bool = False  # V2's penalty and grammar buffers, counted in the non-KV memory (0.27+)
     fewer_rows: tuple[tuple[int, float], ...] = ()  # (below this many rows, copies): the first that holds wins
-    triton: TritonBuffer | None = None  # the Triton top-k / top-p kernel's cached buffer (V1 from 0.17)
+    triton: TritonBuffer | None = None  # the Triton top-k / top-p kernel's cached buffer (V1 from 0.17, V2 0.33)
     holds_hidden: bool = False  # the dummy run's hidden states and sampled rows beside the peak (V1 0.17+, V2)
     sampled_copies: int = HELD_SAMPLED_COPIES  # copies of the sampled rows held (V1 2, V2 V2_HELD_SAMPLED_COPIES)
     counts_received: bool = False  # a later pipeline stage's received buffers count (V1 0.17+, V2 0.27+)
@@ -287,8 +287,10 @@ class ProfileSampler:
 #   default since 0.21.0 envs.py, FlashInferBackend.supports_compute_capability 8.0-12.1) flashinfer_sample with
 #   both a top-k and a top-p tensor calls top_k_top_p_sampling_from_logits (flashinfer 0.7.2.post1, the release's
 #   pin), whose top_k_mask_logits output (1) and softmax (1) are held together: 3.5; elsewhere
-#   apply_top_k_top_p_triton masks in place (its per-program buffer, TritonBuffer, at most one row per SM, is not
-#   counted for V2) and gumbel_sample draws: 1.5. The logprobs that follow (compute_topk_scores
+#   _sample_random's apply_top_k_top_p takes apply_top_k_top_p_triton (Triton installed, v1/sample/ops/
+#   topk_topp_sampler.py), which masks in place and caches its per-program buffer (TritonBuffer, from row 0: every
+#   row has top-k 50, so has_topp_only_rows is False and the split top-p pipeline and its workspace are not taken),
+#   and gumbel_sample draws: 1.5 and the buffer. The logprobs that follow (compute_topk_scores
 #   over the raw logits beside the float32 copy) hold less. The first pass holds less than the second.
 # Beside the sampler, as V1's from 0.17: profile_run (v1/worker/gpu/model_runner.py, 0.22.0-0.33.0 alike) keeps
 # _dummy_run's hidden_states (max_num_batched_tokens rows, the eager forward's output: execute_model runs the model
@@ -318,14 +320,16 @@ def v2_flashinfer(dep: Deployment, capability: str | None) -> bool:
     return dep.flashinfer_sampler is not False and flashinfer_in(dep, capability, V2_FLASHINFER_CAPABILITY)
 
 
-def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None) -> ProfileSampler:
+def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None,
+               sms: int | None = None) -> ProfileSampler:
     """V2's dummy sampler passes, with the hidden states and sampled rows held beside them and the cuBLAS
-    workspace."""
+    workspace; 0.33's warm-up pass off FlashInfer with the Triton kernel's buffer (no V2 release before 0.33 asks
+    the dummy batch for top-k or top-p, so none allocates it)."""
     if release >= V2_TWO_PASS_FROM:
         if v2_flashinfer(dep, capability):
             sampler = ProfileSampler(3.5, cached_bytes=MiB, held=True)
         else:
-            sampler = ProfileSampler(1.5, gumbel=True, held=True)
+            sampler = ProfileSampler(1.5, gumbel=True, held=True, triton=TritonBuffer(sms, 0))
     else:
         sampler = next(sampler for first, sampler in reversed(V2_SAMPLERS) if release >= first)
     return replace(sampler, holds_hidden=True, sampled_copies=V2_HELD_SAMPLED_COPIES,
@@ -345,4 +349,4 @@ def triton_buffer_note(sampler: ProfileSampler, rows: int) -> str | None:
 def profile_sampler(era: Era, dep: Deployment, release: tuple[int, int], v2: bool,
                     capability: str | None, sms: int | None = None) -> ProfileSampler:
     """The dummy sampler of the runner the release picks (runner.py model_runner)."""
-    return v2_sampler(dep, release, capability) if v2 else v1_sampler(era, dep, release, capability, sms)
+    return v2_sampler(dep, release, capability, sms) if v2 else v1_sampler(era, dep, release, capability, sms)
