@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.api import estimate
+from kvplan.errors import KvplanError
 
 LLAMA = Path(__file__).parent / "fixtures" / "configs" / "frontier" / "meta-llama__Meta-Llama-3.1-8B"
 SCHEME = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
@@ -76,11 +77,10 @@ def test_an_explicit_dtype_wins_from_0_22_and_is_noted_before(tmp_path):
     assert _plan(path, kv_cache_dtype="bfloat16", engine_version="0.14.1").layout.bytes_per_token == BF16
 
 
-def test_a_scheme_vllm_does_not_load_is_noted_as_not_read(tmp_path):
-    result = _plan(_checkpoint(tmp_path, {**SCHEME, "type": "int"}))
-    assert result.layout.bytes_per_token == BF16
-    assert "is not read (vLLM loads only num_bits 8, type float): kvplan plans the KV cache in bfloat16" in \
-        _note(result)
+def test_a_scheme_vllm_refuses_is_refused(tmp_path):
+    # 0.33.0 validate_kv_cache_scheme: type != "float" or num_bits != 8 raises (tests/test_vllm_leftovers_round3.py)
+    with pytest.raises(KvplanError, match="vLLM 0.33.0 refuses quantization_config.kv_cache_scheme at start-up"):
+        _plan(_checkpoint(tmp_path, {**SCHEME, "type": "int"}))
 
 
 def test_other_engines_name_it_as_not_read(tmp_path):

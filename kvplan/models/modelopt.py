@@ -7,7 +7,9 @@ quant_algo: FP8, FP8_PER_CHANNEL_PER_TOKEN and FP8_PB_WO 'modelopt', NVFP4 'mode
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from kvplan.errors import KvplanError
@@ -177,7 +179,20 @@ def parse_inline_config(section: dict[str, Any], where: str) -> Quantization:
     hf_quant_config.json. where: the config, for errors."""
     algo, excluded, group = _checked(section, "quantization_config", "ignore",
                                      section.get("ignore", section.get("exclude_modules", [])), where)
-    return _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE, section, where)
+    quant = _quantization(algo, inline_kv_algo(section), excluded, group, INLINE_SOURCE, section, where)
+    return replace(quant, kv_cache_scheme=unread_kv_scheme(section))
+
+
+def unread_kv_scheme(section: dict[str, Any]) -> str | None:
+    """A kv_cache_scheme object that is neither 8-bit nor 4-bit float, as sorted JSON, so the plan's note can say
+    what each engine makes of it: no KV cache quantization in vLLM 0.33.0 (modelopt.py
+    ModelOptQuantConfigBase.from_config: kv_cache_quant_method None), TensorRT-LLM (quantization/modelopt_config.py
+    parse_modelopt_quant_config, _read_flat -> _kv_cache_scheme_to_algo None) and SGLang 0.5.23
+    (srt/layers/quantization/modelopt_quant.py: no FP8 / NVFP4). None where it is one of those or not an object."""
+    scheme = section.get("kv_cache_scheme")
+    if not isinstance(scheme, dict) or (scheme.get("type") == "float" and scheme.get("num_bits") in (8, 4)):
+        return None
+    return json.dumps(scheme, sort_keys=True)
 
 
 def _patterns(excluded: tuple[str, ...]) -> list[str]:
