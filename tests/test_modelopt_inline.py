@@ -51,13 +51,15 @@ def test_minimax_m25_nvfp4_weight_bytes_by_hand():
     assert experts == 3_623_878_656
     assert layout.experts_per_layer == nvfp4(experts) == 2_038_431_744
     # 'model.layers.N.self_attn*' is in ignore for every layer: q (48 x 128), k, v (8 x 128 each), o at bfloat16;
-    # the router (3,072 x 256, 'block_sparse_moe.gate', also ignored) and the two RMSNorms (2 x 3,072) too
+    # the router (3,072 x 256, 'block_sparse_moe.gate', also ignored) and its e_score_correction_bias (256,
+    # use_routing_bias), q_norm and k_norm over every head (6,144 and 1,024: vLLM 0.33.0 minimax_m2.py
+    # MiniMaxText01RMSNormTP) and the two RMSNorms (2 x 3,072) too
     attention = 3072 * 6144 + 2 * 3072 * 1024 + 6144 * 3072
     assert attention == 44_040_192
-    loose = 3072 * 256 + 2 * 3072
+    loose = 3072 * 256 + 256 + 6144 + 1024 + 2 * 3072
     dense = 62 * (attention + loose) * 2 + 3072 * 2  # and the final norm
-    assert dense + 62 * nvfp4(experts) == 131_942_037_504
-    assert layout.per_layer == 131_942_037_504 // 62  # the decoder spread evenly over its layers
+    assert dense + 62 * nvfp4(experts) == 131_942_958_080
+    assert layout.per_layer == 131_942_958_080 // 62  # the decoder spread evenly over its layers
     # lm_head is ignored too: bfloat16, 200,064 x 3,072 x 2
     assert layout.lm_head == 200064 * 3072 * 2
 

@@ -55,6 +55,9 @@ FAMILIES: dict[str, Family] = {
     "qwen3_vl_text": Family(qk_norm=True, exact=True),  # Qwen3-VL-8B's text model: Qwen3-8B's 8,190,735,360
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
     # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
+    # Nemotron-3 Nano's and Super's Hub totals follow by hand (tests/test_frontier_totals_round3.py: the MTP layers
+    # vLLM loads only as the draft added, the score biases the index leaves out taken off); not marked exact while
+    # the Hub's 96,099,893,248 for Nemotron-H-56B-Base-8K (llmfit hf_models.json @5bdc9df9) stays unexplained
     "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True, rotary=False),
     "gemma": Family(tied_default=True, vocab_default=256000, max_position_default=8192, exact=True),
     "gemma2": Family(tied_default=True, norms_per_layer=4, sliding_pattern=2, exact=True),
@@ -78,7 +81,9 @@ FAMILIES: dict[str, Family] = {
     "mimo_v2_flash": Family(exact=True),
     # GLM-5.x (vLLM glm_moe_dsa): GLM-5.2's 743,377,019,904 is the text model of its safetensors headers at
     # zai-org/GLM-5.2@b4734de4 (753,329,940,480 less the MTP layer's 9,952,920,576; joshuahickscorp/hawking
-    # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header)
+    # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header).
+    # GLM-5 and GLM-5.1: 743,911,218,432 by hand, and with the checkpoint's MTP layer (9,952,920,576, which vLLM
+    # 0.33.0 loads only as the deepseek_mtp draft) the Hub's 753,864,139,008 (tests/test_frontier_totals_round3.py)
     "glm_moe_dsa": Family(exact=True),
     # Kimi-K3's text model (vLLM kimi_linear): 2,779,484,476,000 by hand (tests/test_kimi_k3_kda.py); with its
     # tower, the Hub's moonshotai/Kimi-K3 total of 2,779,931,837,184 less the 69 x 32 A_log values the checkpoint
@@ -89,6 +94,13 @@ FAMILIES: dict[str, Family] = {
     # vLLM's config registry maps kimi_linear to) defaults max_position_embeddings to 4,096, which Kimi-Linear's
     # config leaves out (its model_max_length only lets a user's longer max_model_len through)
     "kimi_linear": Family(expert_score_bias=True, max_position_default=4096, exact=True),
+    # MiniMax-M2 / M2.1 / M2.5 / M2.7 (vLLM 0.33.0 minimax_m2.py MiniMaxM2Attention): q_norm and k_norm span every
+    # head (MiniMaxText01RMSNormTP of head_dim x heads and head_dim x KV heads), the count qk_norm_per_head gives;
+    # the router's score bias is read from use_routing_bias (params._mlp). The Hub's 228,703,644,928 for
+    # MiniMaxAI/MiniMax-M2.5 and M2.7 is this count plus the FP8 128 x 128 block scales, by hand in
+    # tests/test_frontier_totals_round3.py; vLLM builds no MTP module for MiniMaxM2ForCausalLM and the Hub
+    # total holds none
+    "minimax_m2": Family(qk_norm_per_head=True, exact=True),
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and
     # MiniMaxM3MoE's e_score_correction_bias (use_routing_bias, which its config sets)
     "minimax_m3": Family(qk_norm=True, expert_score_bias=True),

@@ -443,8 +443,9 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
         table = lm.integer("vocab_size") * moe.experts_per_token
         router += table
         loose += table
-    elif lm.text("topk_method") == "noaux_tc" or family.expert_score_bias:
-        router += moe.num_experts  # e_score_correction_bias
+    elif lm.text("topk_method") == "noaux_tc" or family.expert_score_bias or lm.flag("use_routing_bias", False):
+        # e_score_correction_bias; vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE builds it where use_routing_bias
+        router += moe.num_experts
         loose += moe.num_experts
     return experts + router + shared, experts, loose
 

@@ -1,0 +1,151 @@
+"""Round 3: the frontier families' parameter totals against the Hub's published counts, each derived module by
+module from the config as vLLM 0.33.0 builds the model, and what the Hub counts beside it (MTP layers vLLM's main
+model does not load, FP8 block scales, buffers a checkpoint's index leaves out) by hand.
+
+Published totals: the Hub's safetensors parameter counts as AlexsJones/llmfit llmfit-core/data/hf_models.json
+@5bdc9df9 (2026-05-12) records them in parameters_raw:
+- MiniMaxAI/MiniMax-M2.5 and MiniMaxAI/MiniMax-M2.7 228,703,644,928 (FP8 checkpoints, weight_block_size 128 x 128);
+- zai-org/GLM-5 and zai-org/GLM-5.1 753,864,139,008 (BF16);
+- nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 31,577,937,344, nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16
+  123,611,012,096. For Nano the checkpoint's model.safetensors.index.json metadata says total_parameters
+  31,577,937,344 and total_size 63,155,886,464 bytes (public reports of the index, GitHub code index file ids
+  59232690034 and 67321099968); its MoE layers' gate.e_score_correction_bias is an F32 tensor of n_routed_experts
+  (the Nano NVFP4 tensor table pinned to the checkpoint's headers, file id 70759093397).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvplan.models.hf_config import parse_config
+from kvplan.models.model import SpecSource
+from kvplan.models.sources import resolve
+
+FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
+
+
+def frontier(name: str):
+    data = json.loads((FRONTIER / name / "config.json").read_text())
+    return parse_config(data, name, SpecSource("local", name))
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def scales(rows: int, cols: int) -> int:
+    """An FP8 linear's 128 x 128 block scales (weight_scale_inv)."""
+    return cdiv(rows, 128) * cdiv(cols, 128)
+
+
+# MiniMax-M2.5 / M2.7 (config: hidden 3,072, 48 heads and 8 KV heads of 128, 62 layers, 256 experts of 1,536,
+# vocab 200,064, untied, use_routing_bias, qk_norm_type per_layer), vLLM 0.33.0 minimax_m2.py:
+H, Q, KV, INNER, EXPERTS, LAYERS, VOCAB = 3072, 48 * 128, 8 * 128, 1536, 256, 62, 200064
+ATTENTION = H * Q + 2 * H * KV + Q * H  # q, k, v, o: 44,040,192
+QK_NORMS = Q + KV  # MiniMaxText01RMSNormTP(head_dim x heads) and (head_dim x KV heads): 7,168
+MOE = EXPERTS * 3 * H * INNER + EXPERTS * H + EXPERTS  # w1 / w3 / w2, the router gate, e_score_correction_bias
+MINIMAX_LAYER = ATTENTION + QK_NORMS + MOE + 2 * H
+MINIMAX = LAYERS * MINIMAX_LAYER + 2 * VOCAB * H + H
+
+
+def test_minimax_m2_layer_by_hand():
+    assert ATTENTION == 44_040_192 and MOE == 3_624_665_344
+    assert MINIMAX_LAYER == 3_668_718_848
+    assert MINIMAX == 228_689_764_864
+    for name in ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.7"):
+        params = resolve(name).params
+        assert params.total == MINIMAX
+        assert params.by_layer[0].loose == QK_NORMS + EXPERTS * H + EXPERTS + 2 * H
+        assert params.exact
+
+
+def test_minimax_m2_hub_total_adds_the_fp8_block_scales():
+    # every attention and expert linear is FP8 (modules_to_not_convert: gate, e_score_correction_bias, lm_head);
+    # one weight_scale_inv entry per 128 x 128 block (out x in): q (6,144 x 3,072) 1,152, k and v 192 each, o 1,152;
+    # w1 / w3 (1,536 x 3,072) 288 each, w2 (3,072 x 1,536) 288
+    attention = scales(Q, H) + 2 * scales(KV, H) + scales(H, Q)
+    experts = EXPERTS * (2 * scales(INNER, H) + scales(H, INNER))
+    assert (attention, experts) == (2_688, 221_184)
+    # the Hub's 228,703,644,928 for MiniMaxAI/MiniMax-M2.5 and M2.7 (llmfit hf_models.json @5bdc9df9): no MTP
+    # weights are shipped (vLLM 0.33.0 has no MTP model for MiniMaxM2ForCausalLM either)
+    assert MINIMAX + LAYERS * (attention + experts) == 228_703_644_928
+
+
+def test_minimax_m2_without_routing_bias_builds_no_score_bias():
+    # vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE: e_score_correction_bias only where use_routing_bias
+    data = json.loads((FRONTIER / "MiniMaxAI__MiniMax-M2.5" / "config.json").read_text())
+    data["use_routing_bias"] = False
+    spec = parse_config(data, "m", SpecSource("local", "m"))
+    assert spec.params.total == MINIMAX - LAYERS * EXPERTS
+
+
+# GLM-5 / GLM-5.1 (glm_moe_dsa; vLLM 0.33.0 deepseek_v2.py DeepseekV2ForCausalLM): hidden 6,144, 64 heads, q_lora_rank
+# 2,048, kv_lora_rank 512, qk_nope 192, qk_rope 64, v_head_dim 256; the indexer 32 heads of 128; 256 experts of
+# 2,048 and one shared expert, first_k_dense_replace 3 (dense MLPs of 12,288), 78 layers, vocab 154,880, untied.
+GH, GHEADS = 6144, 64
+MLA = (GH * 2048 + 2048 + 2048 * GHEADS * 256  # q_a_proj, q_a_layernorm, q_b_proj (nope + rope 256)
+       + GH * (512 + 64) + 512 + 512 * GHEADS * (192 + 256)  # kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj
+       + GHEADS * 256 * GH)  # o_proj
+INDEXER = 2048 * 32 * 128 + GH * 128 + 2 * 128 + GH * 32  # wq_b, wk, k_norm (LayerNorm: weight and bias), weights_proj
+GLM_MOE = 256 * 3 * GH * 2048 + 256 * GH + 256 + 3 * GH * 2048  # experts, router, score bias (noaux_tc), shared
+GLM_MOE_LAYER = MLA + INDEXER + GLM_MOE + 2 * GH
+GLM_DENSE_LAYER = MLA + INDEXER + 3 * GH * 12288 + 2 * GH
+GLM = 3 * GLM_DENSE_LAYER + 75 * GLM_MOE_LAYER + 2 * 154880 * GH + GH
+
+
+def test_glm5_main_model_by_hand():
+    assert (MLA, INDEXER) == (165_022_208, 9_371_904)
+    assert GLM_MOE_LAYER == 9_877_404_672
+    assert GLM == 743_911_218_432
+    for name in ("zai-org/GLM-5", "zai-org/GLM-5.1"):
+        spec = resolve(name)
+        assert spec.params.total == GLM and spec.params.exact
+        assert spec.mtp_layers == 1
+
+
+def test_glm5_hub_total_is_the_main_model_and_its_mtp_layer():
+    # num_nextn_predict_layers 1: the checkpoint's layer 78, which vLLM's main model does not build (it loads it
+    # only as the MTP draft: 0.33.0 deepseek_mtp.py DeepSeekMultiTokenPredictorLayer, enorm and hnorm of hidden,
+    # eh_proj 2 x hidden -> hidden without bias, shared_head.norm, and one DeepseekV2DecoderLayer, a MoE layer);
+    # embed_tokens and shared_head.head are shared with the main model and not shipped again
+    mtp = 2 * GH + 2 * GH * GH + GH + GLM_MOE_LAYER
+    assert mtp == 9_952_920_576  # also GLM-5.2's MTP layer (kvplan/models/families.py)
+    assert GLM + mtp == 753_864_139_008  # the Hub's zai-org/GLM-5 and GLM-5.1
+
+
+# Nemotron-3 (nemotron_h; vLLM 0.33.0 nemotron_h.py): the main models by hand in tests/test_bundled_specs_issue7.py
+# (Nano 31,577,940,288) and tests/test_latent_moe.py (Super 120,668,707,840)
+NANO, SUPER = 31_577_940_288, 120_668_707_840
+
+
+def test_nemotron3_nano_index_total_leaves_out_the_score_bias():
+    spec = resolve("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert spec.params.total == NANO
+    # 23 'E' layers, each with gate.e_score_correction_bias of 128 (F32; vLLM builds it as a parameter,
+    # NemotronHMoE's router): the checkpoint stores them (total_size 63,155,886,464 = 2 x 31,577,937,344 BF16
+    # bytes + 4 x 2,944 F32 bytes) but its index's total_parameters, the Hub's 31,577,937,344, does not count them
+    bias = 23 * 128
+    pattern = json.loads((FRONTIER / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16" / "config.json").read_text())[
+        "hybrid_override_pattern"]
+    assert pattern.count("E") == 23
+    assert NANO - bias == 31_577_937_344
+    assert 2 * (NANO - bias) + 4 * bias == 63_155_886_464
+
+
+def test_nemotron3_super_hub_total_adds_its_mtp_layers():
+    spec = frontier("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert spec.params.total == SUPER
+    # mtp_hybrid_override_pattern '*E', num_nextn_predict_layers 1 (vLLM 0.33.0 nemotron_h_mtp.py
+    # NemotronHMultiTokenPredictor: one layer per pattern character). hidden 4,096.
+    # '*' NemotronHMTPAttentionDecoderLayer with the start projections: its norm, q / o 2 x 4,096 x 4,096, k / v
+    # 2 x 4,096 x 256, enorm and hnorm, eh_proj 8,192 -> 4,096 without bias
+    attention = 4096 + 2 * 4096 * 4096 + 2 * 4096 * 256 + 2 * 4096 + 2 * 4096 * 4096
+    # 'E' NemotronHMTPMoEDecoderLayer with the end norm: its norm, the latent MoE as in the main model (512 experts
+    # up / down 1,024 x 2,688, router 4,096 x 512 and its score bias of 512, fc1 / fc2_latent_proj 2 x 4,096 x 1,024,
+    # the shared expert 2 x 4,096 x 5,376), final_layernorm
+    moe = 4096 + 512 * 2 * 1024 * 2688 + 4096 * 512 + 512 + 2 * 4096 * 1024 + 2 * 4096 * 5376 + 4096
+    assert attention + moe == 2_942_325_248
+    # the Hub's 123,611,012,096 counts the main model and the MTP layers less the 40 + 1 MoE layers' score biases
+    # (F32 buffers its index leaves out, as Nano's)
+    assert SUPER + attention + moe - 41 * 512 == 123_611_012_096
