@@ -167,8 +167,15 @@ class Deployment:
     mm_processor_kwargs: dict[str, Any] | None = knob("json", "vLLM: the multimodal processor's settings (JSON, e.g. "
                                                       "{\"max_pixels\": 1003520}); sizes the largest item.",
                                                       engine_only=True)
-    language_model_only: bool = knob("bool", "vLLM: every modality off (no encoder profiling).", False,
-                                      engine_only=True)
+    language_model_only: bool = knob("bool", "vLLM: every modality off (no encoder profiling). SGLang (0.5.18+): "
+                                      "the model served text-only, for the architectures SGLang takes it for.",
+                                      False, engine_only=True)
+    enable_multimodal: bool = knob("bool", "SGLang: serve Gemma 3, Llama 4, Step3-VL (and Inkling) as multimodal "
+                                   "models; its default serves them text-only.", False, engine_only=True)
+    language_only: bool = knob("bool", "SGLang: the language side of encoder disaggregation (the encoder runs "
+                               "elsewhere).", False, engine_only=True)
+    disaggregation_mode: str = knob("str", "SGLang: the role in prefill/decode disaggregation ('null': none).",
+                                    "null", choices=("null", "prefill", "decode"), engine_only=True)
     skip_mm_profiling: bool = knob("bool", "vLLM: no encoder run in the memory profile.", False, engine_only=True)
     mm_encoder_tp_mode: str = knob("str", "vLLM: 'data' keeps the whole vision tower on every TP rank and splits its "
                                    "batch instead (where the model supports it).", "weights",
