@@ -214,7 +214,9 @@ def test_multimodal_models_keep_the_embedding_cache_out_of_the_kv_budget():
     # kv_cache_configurator.mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB = 100 MiB = 104,857,600 B
     assert (sglang.rest_bytes(36.54 * GiB, 35.57 * GiB, 0.86, multimodal=True)
             == sglang.rest_bytes(36.54 * GiB, 35.57 * GiB, 0.86) - 104_857_600)
-    plan = estimate("google/gemma-3-4b-it", gpu="h100", engine="sglang", gpu_memory_utilization=0.8)
+    # Gemma 3 is multimodal to SGLang only with --enable-multimodal (model_config.py mm_disabled_models)
+    plan = estimate("google/gemma-3-4b-it", gpu="h100", engine="sglang", gpu_memory_utilization=0.8,
+                    enable_multimodal=True)
     memory = plan.memory
     before = memory.total_bytes - memory.non_torch_bytes
     assert abs(memory.kv_cache_bytes - (before - memory.weights_bytes - memory.reserve_bytes - 104_857_600)) <= 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvplan.engines.base import PlanInput
-from kvplan.engines.sglang.releases import PREFILL_GRAPHS_FROM
+from kvplan.engines.sglang.multimodal import is_multimodal
+from kvplan.engines.sglang.releases import PREFILL_GRAPHS_FROM, release_of
 from kvplan.models.layers import has_compressed_attention
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice
@@ -37,6 +38,54 @@ def aiter_default(target: PlanInput) -> bool:
     return max(1, target.spec.num_attention_heads // target.deployment.tensor_parallel_size) in AITER_MLA_HEADS
 
 
+# The multimodal architectures whose prefill graphs the release's default backend keeps all the same (the rule's
+# "and not is_multimodal_*_cuda_graph_supported", configs/model_config.py), each release's whole list from the first
+# release named: 0.5.10-0.5.13 none (_handle_piecewise_cuda_graph tests is_multimodal alone); 0.5.14 the piecewise
+# default's multimodal_piecewise_cuda_graph_supported_model_archs; 0.5.15 none (the breakable default's rule tests
+# is_multimodal alone); from 0.5.16 multimodal_breakable_cuda_graph_supported_model_archs (0.5.16-0.5.23 each read)
+_GRAPHS_KEPT_FOR: tuple[tuple[tuple[int, ...], frozenset[str]], ...] = (
+    ((0, 5, 10), frozenset()),
+    ((0, 5, 14), frozenset({"Cohere2VisionForConditionalGeneration"})),
+    ((0, 5, 15), frozenset()),
+    ((0, 5, 16), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})),
+    ((0, 5, 18), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration"})),
+    ((0, 5, 19), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration"})),
+    ((0, 5, 20), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
+                            "Glm5NextForConditionalGeneration"})),
+    ((0, 5, 22), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
+                            "Glm5NextForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+                            "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"})),
+    ((0, 5, 23), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
+                            "Glm5NextForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+                            "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration",
+                            "MuseSparkForConditionalGeneration"})),
+)
+
+
+def _multimodal_without_graphs(target: PlanInput) -> bool:
+    """The rule's "multimodal model": ModelConfig.is_multimodal for this run (multimodal.is_multimodal: the
+    architecture list, --enable-multimodal, is_lm_only), unless the release keeps the architecture's graphs."""
+    if not is_multimodal(target):
+        return False
+    release = release_of(target.deployment.engine_version)
+    kept = next(names for first, names in reversed(_GRAPHS_KEPT_FOR) if release >= first)
+    return target.spec.architecture not in kept
+
+
 def _offloads(target: PlanInput) -> bool:
     return bool(target.deployment.cpu_offload_gb) or target.deployment.enable_hierarchical_cache
 
@@ -46,7 +95,7 @@ _CONDITIONS: dict[str, Callable[[PlanInput], bool]] = {
     "attention DP": lambda target: (target.deployment.attention_data_parallel_size or 1) > 1,
     "pipeline parallelism": lambda target: target.deployment.pipeline_parallel_size > 1,
     "LoRA": lambda target: target.deployment.enable_lora,
-    "multimodal model": lambda target: bool(target.spec.params.vision),
+    "multimodal model": _multimodal_without_graphs,
     "CPU offload or HiCache": _offloads,
     "MLA": lambda target: uses_mla(target.spec),
     "MLA without DeepSeek sparse attention": lambda target: uses_mla(target.spec) and not any(

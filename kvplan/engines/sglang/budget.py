@@ -10,7 +10,8 @@ Sources (sgl-project/sglang, read in stored copies):
 - python/sglang/srt/server_args.py _handle_gpu_memory_settings (v0.5.x, after PR #10975): the default
   mem_fraction_static, chunked_prefill_size and cuda_graph_max_bs by GPU size.
 - python/sglang/srt/mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb (2026): a multimodal model's
-  embedding cache (SGLANG_VLM_CACHE_SIZE_MB, 100) is taken out of the KV budget.
+  embedding cache (SGLANG_VLM_CACHE_SIZE_MB, 100) is taken out of the KV budget, where model_config.is_multimodal
+  (0.5.23; multimodal.is_multimodal).
 
 Where the engine measures: "free before load" is the world-minimum of free memory at the end of
 init_torch_distributed (bootstrap / model_runner), not the "Load weight begin" line printed later, and "free after
@@ -28,7 +29,7 @@ from kvplan.deployment import Deployment
 from kvplan.engines import common
 from kvplan.engines.base import CUDA_CONTEXT_BYTES, PlanInput, PoolRules
 from kvplan.engines.common import Stage
-from kvplan.engines.sglang import compressed, speculative, towers
+from kvplan.engines.sglang import compressed, multimodal, speculative, towers
 from kvplan.engines.sglang.backend import aiter_default, prefill_graphs_captured, uses_mla
 from kvplan.engines.sglang.defaults import (
     AITER_ABOVE_CONTEXT,
@@ -38,7 +39,6 @@ from kvplan.engines.sglang.defaults import (
     default_mem_fraction,
     gpu_defaults,
     prefill_graph_mib,
-    text_only_reason,
     unknown_gpu_fraction,
     vision_fraction_cut,
     vlm_mem_fraction,  # noqa: F401 (named here by tests/test_sglang_rules.py)
@@ -189,20 +189,12 @@ def _heuristic_fraction(target: PlanInput, mib: float, chunked: int, graph_bs: i
 
 def _vision_cut(target: PlanInput) -> VisionFractionCut | None:
     """How adjust_mem_fraction_for_vlm lowers the default fraction for the model's vision_config; None without one
-    (an audio tower alone: Qwen2-Audio), where it returns the fraction as it is, and where SGLang does not treat
-    the model as multimodal (defaults.text_only_reason), where it does not run."""
+    (an audio tower alone: Qwen2-Audio), where it returns the fraction as it is, and where the model is not
+    multimodal or the run's flags skip the cut (multimodal.text_only), where it does not run."""
     tower = target.spec.tower
-    if tower is None or tower.named_sizes is None or _text_only(target) is not None:
+    if tower is None or tower.named_sizes is None or multimodal.text_only(target) is not None:
         return None
     return vision_fraction_cut(*tower.named_sizes, tower.config_type)
-
-
-def _text_only(target: PlanInput) -> str | None:
-    """Why a model with a vision_config gets no vision cut of the default fraction in this release, or None."""
-    tower = target.spec.tower
-    if tower is None or tower.named_sizes is None:
-        return None
-    return text_only_reason(target.spec.architecture, tower, release_of(target.deployment.engine_version))
 
 
 def _fraction_inputs(target: PlanInput) -> tuple[float, int, int, tuple[int, ...]]:
@@ -243,6 +235,7 @@ class Sglang(PoolRules):
             raise KvplanError(f"attention data parallel {attention_dp(target)} must divide tensor parallel {tp}: "
                               "SGLang splits the TP ranks into that many equal attention groups",
                               dep.where("attention_data_parallel_size"))
+        multimodal.check(target)
         release, mib = release_of(dep.engine_version), gpu_mib(gpu)
         first = KV_DTYPES_FROM.get(dep.kv_cache_dtype)
         if first is not None and release < first:
@@ -303,7 +296,7 @@ class Sglang(PoolRules):
     def _rest(target: PlanInput, settings: EngineSettings, weights_bytes: int) -> int:
         before = max(target.gpu.memory_bytes - CUDA_CONTEXT_BYTES, 0)
         return rest_bytes(before, before - weights_bytes, settings.gpu_memory_utilization or 1,
-                          multimodal=bool(target.spec.params.vision))
+                          multimodal=multimodal.is_multimodal(target))
 
     @staticmethod
     def _mamba(target: PlanInput, rest: int) -> tuple[int, int]:
@@ -450,7 +443,7 @@ class Sglang(PoolRules):
         cut = _vision_cut(target)
         if not given and cut is not None and fraction is not None and fraction > 0:
             notes.append(cut.note(_heuristic_fraction(target, *_fraction_inputs(target))))
-        text_only = _text_only(target)
+        text_only = multimodal.text_only(target)
         if not given and text_only is not None:
             notes.append(f"vision tower: SGLang keeps its default mem_fraction_static (no "
                          f"adjust_mem_fraction_for_vlm): {text_only}")
@@ -458,9 +451,10 @@ class Sglang(PoolRules):
         tower_note = towers.note(target)
         if tower_note:
             notes.append(tower_note)
-        if target.spec.params.vision:
+        if multimodal.is_multimodal(target):
             notes.append(f"multimodal model: {MULTIMODAL_RESERVATION_BYTES // MiB} MiB of the KV budget kept for "
                          "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
+        notes += multimodal.notes(target)
         per_request = state_bytes_per_request(target)
         if per_request and release_of(dep.engine_version) < MAMBA_PADDING_SLOT_BUDGETED_FROM:
             notes.append("Mamba padding slot: allocated beside the slots but not taken from the rest memory before "

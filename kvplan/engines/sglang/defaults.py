@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 from kvplan.engines.sglang.releases import (
     CONFIG_LANGUAGE_MODEL_ONLY_FROM,
+    DECODE_NO_VISION_CUT_FROM,
     EAGLE_RESERVE_4_GIB_FROM,
     INKLING_MULTIMODAL_OFF_FROM,
+    LANGUAGE_MODEL_ONLY_FLAG_FROM,
     LARGER_20_35_GIB_DEFAULTS_FROM,
     MIMO_V2_TEXT_ONLY_FROM,
     MULTIMODAL_SUBCONFIG_FROM,
@@ -227,21 +229,38 @@ MULTIMODAL_OFF_BY_DEFAULT = {
 MIMO_V2_ARCHS = frozenset({"MiMoV2ForCausalLM"})  # model_config.py MIMO_V2_MULTIMODAL_ARCHS
 
 
-def text_only_reason(architecture: str, tower: VisionTower, release: tuple[int, ...] = NEWEST) -> str | None:
-    """Why SGLang does not run adjust_mem_fraction_for_vlm for a config with a vision_config (None where it does),
-    from what the config shows: ModelConfig.is_multimodal (configs/model_config.py) is enable_multimodal (its
-    default: off for MULTIMODAL_OFF_BY_DEFAULT and, from 0.5.12, for a MiMoV2ForCausalLM without both vision_config
-    and audio_config), not is_lm_only (from 0.5.18 config.json's language_model_only), and the architecture in
-    multimodal_model_archs or (from 0.5.10) a text sub-config (hf_config is not hf_text_config). The run's flags
-    (--enable-multimodal, --language-only, --language-model-only, --disaggregation-mode decode: the cut is also
-    skipped for the last three, from 0.5.17 / 0.5.18 for the last two) are noted, not read (flags.py)."""
-    off_from = MULTIMODAL_OFF_BY_DEFAULT.get(architecture)
-    if off_from is not None and release >= off_from:
-        return f"{architecture} is served text-only unless --enable-multimodal is given (model_config.py)"
-    if architecture in MIMO_V2_ARCHS and release >= MIMO_V2_TEXT_ONLY_FROM and not tower.has_audio:
-        return f"{architecture} without both vision_config and audio_config is served text-only (model_config.py)"
+@dataclass(frozen=True)
+class MultimodalSwitches:
+    """The run's flags SGLang reads in deciding whether a model is multimodal and whether its default fraction takes
+    the vision cut (releases.py names the release each is read from)."""
+
+    enable_multimodal: bool = False  # --enable-multimodal (store_true: SGLang's None when not given)
+    language_model_only: bool = False  # --language-model-only, from 0.5.18
+    language_only: bool = False  # --language-only: the language side of encoder disaggregation
+    disaggregation_mode: str = "null"  # --disaggregation-mode
+
+
+NO_SWITCHES = MultimodalSwitches()
+
+
+def not_multimodal_reason(architecture: str, tower: VisionTower, release: tuple[int, ...] = NEWEST,
+                          switches: MultimodalSwitches = NO_SWITCHES) -> str | None:
+    """Why SGLang's ModelConfig.is_multimodal (configs/model_config.py __init__) is False for a config with a tower,
+    None where it is True: enable_multimodal (given: on; left unset: off for MULTIMODAL_OFF_BY_DEFAULT and, from
+    0.5.12, for a MiMoV2ForCausalLM without both vision_config and audio_config), not is_lm_only (from 0.5.18
+    config.json's language_model_only or --language-model-only), and the architecture in multimodal_model_archs
+    or (from 0.5.10) a text sub-config (hf_config is not hf_text_config)."""
+    if not switches.enable_multimodal:
+        off_from = MULTIMODAL_OFF_BY_DEFAULT.get(architecture)
+        if off_from is not None and release >= off_from:
+            return f"{architecture} is served text-only unless --enable-multimodal is given (model_config.py)"
+        if architecture in MIMO_V2_ARCHS and release >= MIMO_V2_TEXT_ONLY_FROM and not tower.has_audio:
+            return (f"{architecture} without both vision_config and audio_config is served text-only "
+                    "(model_config.py)")
     if tower.language_model_only and release >= CONFIG_LANGUAGE_MODEL_ONLY_FROM:
         return "config.json sets language_model_only (model_config.py is_lm_only)"
+    if switches.language_model_only and release >= LANGUAGE_MODEL_ONLY_FLAG_FROM:
+        return "--language-model-only (model_config.py is_lm_only)"
     if architecture in MULTIMODAL_ARCHS:
         return None
     if tower.text_subconfig and release >= MULTIMODAL_SUBCONFIG_FROM:
@@ -249,3 +268,49 @@ def text_only_reason(architecture: str, tower: VisionTower, release: tuple[int, 
     return (f"{architecture or 'the architecture'} is not in SGLang's multimodal_model_archs"
             + ("" if tower.text_subconfig else " and the config nests no text sub-config")
             + " (model_config.py is_multimodal)")
+
+
+def text_only_reason(architecture: str, tower: VisionTower, release: tuple[int, ...] = NEWEST,
+                     switches: MultimodalSwitches = NO_SWITCHES) -> str | None:
+    """Why SGLang does not run adjust_mem_fraction_for_vlm for a config with a vision_config (None where it does):
+    the model is not multimodal (not_multimodal_reason), or the run is --language-only (every release read),
+    --disaggregation-mode decode (from 0.5.17: the encoder runs on the prefill side) or --language-model-only (from
+    0.5.18; releases.py DECODE_NO_VISION_CUT_FROM, LANGUAGE_MODEL_ONLY_FLAG_FROM)."""
+    reason = not_multimodal_reason(architecture, tower, release, switches)
+    if reason is not None:
+        return reason
+    if switches.language_only:
+        return "--language-only: the encoder runs on another server (server_args.py)"
+    if switches.disaggregation_mode == "decode" and release >= DECODE_NO_VISION_CUT_FROM:
+        return "--disaggregation-mode decode: the encoder runs on the prefill side (server_args.py)"
+    return None
+
+
+# server_args.py LANGUAGE_MODEL_ONLY_ARCHITECTURES, the architectures --language-model-only is taken for
+# (_handle_language_model_only, 0.5.18; arg_groups/model_hook.py handle_language_model_only from 0.5.19): by the
+# first release that lists each (0.5.18-0.5.23 read). Any other architecture is refused.
+LANGUAGE_MODEL_ONLY_ARCHITECTURES = {
+    "MuseGlimmerForConditionalGeneration": LANGUAGE_MODEL_ONLY_FLAG_FROM,
+    "Cosmos3ForConditionalGeneration": (0, 5, 20), "Cosmos3EdgeForConditionalGeneration": (0, 5, 20),
+    "DeepseekV4ForCausalLM": (0, 5, 22),
+}
+
+
+def language_model_only_refusal(architecture: str, release: tuple[int, ...], switches: MultimodalSwitches) -> str | None:
+    """Why SGLang refuses --language-model-only for this run (None where it takes it): no such flag before 0.5.18;
+    then _handle_language_model_only's checks: not with --language-only, not with --disaggregation-mode prefill or
+    decode (0.5.23 lets deepseek_v41 through: not a model_type kvplan plans), and only for
+    LANGUAGE_MODEL_ONLY_ARCHITECTURES."""
+    if release < LANGUAGE_MODEL_ONLY_FLAG_FROM:
+        return "SGLang has this flag from 0.5.18 (server_args.py)"
+    if switches.language_only:
+        return "SGLang refuses it with --language-only (server_args.py _handle_language_model_only)"
+    if switches.disaggregation_mode != "null":
+        return ("SGLang refuses it with --disaggregation-mode prefill/decode (server_args.py "
+                "_handle_language_model_only)")
+    first = LANGUAGE_MODEL_ONLY_ARCHITECTURES.get(architecture)
+    if first is None or release < first:
+        taken = sorted(name for name, since in LANGUAGE_MODEL_ONLY_ARCHITECTURES.items() if release >= since)
+        return (f"SGLang {'.'.join(map(str, release))} does not take it for {architecture or 'this model'} "
+                f"(LANGUAGE_MODEL_ONLY_ARCHITECTURES: {', '.join(taken)})")
+    return None

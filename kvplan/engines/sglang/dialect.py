@@ -105,5 +105,8 @@ DIALECT = Dialect(
                          "swa_full_tokens_ratio", "attention_data_parallel_size", "enable_hierarchical_cache",
                          "disable_radix_cache",
                          "hicache_ratio", "hicache_size", "cpu_offload_gb",
-                         "enable_lora", "max_lora_rank", "lora_target_modules", "max_loras_per_batch"}),
+                         "enable_lora", "max_lora_rank", "lora_target_modules", "max_loras_per_batch",
+                         # read by defaults.text_only_reason, towers.py and backend.py (releases.py names the
+                         # release each flag appears in)
+                         "enable_multimodal", "language_only", "language_model_only", "disaggregation_mode"}),
 )

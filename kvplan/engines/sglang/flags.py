@@ -417,7 +417,6 @@ INERT: dict[str, str] = {
 # Current flags that change GPU (or host) memory in ways kvplan does not model: name -> (arity, what changes).
 NOTED: dict[str, tuple[str, str]] = {
     "is-embedding": ("bool", "serves an embedding model: no sampling"),
-    "enable-multimodal": ("bool", "loads the multimodal encoder: its weights and encoder activations"),
     "model-impl": ("value", "another implementation (e.g. transformers): footprint can differ"),
     "enable-fp32-lm-head": ("bool", "lm-head and logits in fp32: more activation memory"),
     "modelopt-quant": ("value", "quantizes the weights with ModelOpt at load: weight bytes change"),
@@ -536,13 +535,10 @@ NOTED: dict[str, tuple[str, str]] = {
     "kt-num-gpu-experts": ("value", "experts kept on the GPU with KTransformers"),
     "dllm-algorithm": ("value", "diffusion-LM decoding"),
     "dllm-algorithm-config": ("value", "diffusion-LM decoding settings"),
-    "disaggregation-mode": ("value", "prefill or decode role of a disaggregated deployment"),
     "disaggregation-decode-enable-offload-kvcache": ("bool", "decode side offloads KV to host"),
     "num-reserved-decode-tokens": ("value", "KV tokens reserved per decode request"),
     "disaggregation-decode-extra-slots": ("value", "extra request slots on the decode side"),
     "encoder-only": ("bool", "encoder-only instance: no language-model KV"),
-    "language-only": ("bool", "language model only: no multimodal encoder"),
-    "language-model-only": ("bool", "language model only: no multimodal encoder"),
     "enable-return-routed-experts": ("bool", "per-token routed-expert buffer on the GPU"),
     "enable-return-indexer-topk": ("bool", "per-token indexer top-k buffer on the GPU"),
     "ple-offload-embedding": ("bool+no", "per-layer embeddings offloaded to the CPU (fewer weight bytes)"),

@@ -65,6 +65,17 @@ MULTIMODAL_SUBCONFIG_FROM = (0, 5, 10)
 MIMO_V2_TEXT_ONLY_FROM = (0, 5, 12)
 INKLING_MULTIMODAL_OFF_FROM = (0, 5, 16)
 CONFIG_LANGUAGE_MODEL_ONLY_FROM = (0, 5, 18)
+# The run's flags on that cut (the test before adjust_mem_fraction_for_vlm: 0.5.9-0.5.18 server_args.py
+# _handle_gpu_memory_settings, 0.5.19 arg_groups/memory_hook.py, 0.5.20-0.5.23 its is_vlm): --language-only skips it
+# in every release read; --disaggregation-mode decode from 0.5.17; --language-model-only from 0.5.18, the release
+# that adds the flag (server_args.py _handle_language_model_only, ModelConfig's language_model_only argument, which
+# also makes is_lm_only). --enable-multimodal, --language-only and --disaggregation-mode are in every release read.
+DECODE_NO_VISION_CUT_FROM = (0, 5, 17)
+LANGUAGE_MODEL_ONLY_FLAG_FROM = (0, 5, 18)
+# srt/models/qwen3_vl.py Qwen3VLForConditionalGeneration.__init__ (and the classes built on it: qwen3_vl_moe.py,
+# qwen3_5.py) sets visual None, no tower built, where hf_config.language_model_only: from 0.5.18 (0.5.9-0.5.17's
+# qwen3_vl.py has no such branch; 0.5.18-0.5.23 read).
+QWEN3_VL_TOWER_SKIP_FROM = (0, 5, 18)
 
 # KV cache dtypes --kv-cache-dtype takes from a release on (0.5.16 server_args.py choices; 0.5.15: auto, fp8_e5m2,
 # fp8_e4m3, bf16, bfloat16, fp4_e2m1)
@@ -109,6 +120,11 @@ RELEASES = Releases("SGLang", COVERED, changes=(
                                         "(0.5.16 configs/model_config.py)"),
     Change(CONFIG_LANGUAGE_MODEL_ONLY_FROM, "config.json's language_model_only makes the model text-only: no "
                                             "vision cut of the default fraction (0.5.18 configs/model_config.py)"),
+    Change(DECODE_NO_VISION_CUT_FROM, "--disaggregation-mode decode: no vision cut of the default fraction "
+                                      "(0.5.17 server_args.py)"),
+    Change(LANGUAGE_MODEL_ONLY_FLAG_FROM, "--language-model-only (0.5.18 server_args.py); Qwen3-VL and Qwen3.5 "
+                                          "build no vision tower where config.json sets language_model_only "
+                                          "(0.5.18 models/qwen3_vl.py)"),
 ))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kvplan.engines import common
 from kvplan.engines.base import PlanInput
+from kvplan.engines.sglang.multimodal import tower_skipped
 from kvplan.models.model import ModelSpec
 from kvplan.units import GiB, dtype_bytes
 
@@ -88,9 +89,11 @@ def _tower_bytes(target: PlanInput) -> int:
 
 
 def held_bytes(target: PlanInput, first: bool) -> int:
-    """The towers' bytes one rank of the stage holds; a layout not read here splits them over TP on the first
-    stage (stage_weights' share)."""
+    """The towers' bytes one rank of the stage holds; none where the run builds no tower (multimodal.tower_skipped);
+    a layout not read here splits them over TP on the first stage (stage_weights' share)."""
     spec, tp = target.spec, target.deployment.tensor_parallel_size
+    if tower_skipped(target) is not None:
+        return 0
     total = _tower_bytes(target)
     layout = LAYOUTS.get(spec.architecture)
     if layout is None:
@@ -114,6 +117,8 @@ def note(target: PlanInput) -> str | None:
     spec, dep = target.spec, target.deployment
     layout = LAYOUTS.get(spec.architecture)
     every_stage = layout is not None and layout.every_stage and dep.pipeline_parallel_size > 1
+    if tower_skipped(target) is not None:
+        return None  # multimodal.notes says so
     if not spec.params.vision or (dep.tensor_parallel_size == 1 and not every_stage):
         return None
     if layout is None:
