@@ -443,10 +443,6 @@ class Sglang(PoolRules):
         cut = _vision_cut(target)
         if not given and cut is not None and fraction is not None and fraction > 0:
             notes.append(cut.note(_heuristic_fraction(target, *_fraction_inputs(target))))
-        text_only = multimodal.text_only(target)
-        if not given and text_only is not None:
-            notes.append(f"vision tower: SGLang keeps its default mem_fraction_static (no "
-                         f"adjust_mem_fraction_for_vlm): {text_only}")
         dep = target.deployment
         tower_note = towers.note(target)
         if tower_note:
@@ -454,7 +450,7 @@ class Sglang(PoolRules):
         if multimodal.is_multimodal(target):
             notes.append(f"multimodal model: {MULTIMODAL_RESERVATION_BYTES // MiB} MiB of the KV budget kept for "
                          "the embedding cache (SGLANG_VLM_CACHE_SIZE_MB)")
-        notes += multimodal.notes(target)
+        notes += multimodal.notes(target, fraction_given=given)
         per_request = state_bytes_per_request(target)
         if per_request and release_of(dep.engine_version) < MAMBA_PADDING_SLOT_BUDGETED_FROM:
             notes.append("Mamba padding slot: allocated beside the slots but not taken from the rest memory before "

@@ -76,9 +76,13 @@ def tower_skipped(target: PlanInput) -> str | None:
     return None
 
 
-def notes(target: PlanInput) -> list[str]:
+def notes(target: PlanInput, fraction_given: bool) -> list[str]:
     """What the switches did, and what of them kvplan does not model."""
     dep, found = target.deployment, []
+    reason = text_only(target)
+    if not fraction_given and reason is not None:
+        found.append(f"vision tower: SGLang keeps its default mem_fraction_static (no adjust_mem_fraction_for_vlm): "
+                     f"{reason}")
     skipped = tower_skipped(target)
     if skipped is not None and target.spec.params.vision:
         found.append(f"towers: not built ({skipped}: {target.spec.architecture} sets visual None, qwen3_vl.py), "
