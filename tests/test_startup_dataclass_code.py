@@ -15,7 +15,9 @@ import pytest
 ESTIMATE = ["estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "rtx3090", "--max-model-len", "32768"]
 
 # One run; then on stderr: how many texts the store compiled, and a digest of every method dataclasses generated
-# for a kvplan class (marshal's bytes of its code object: equal only for the same code).
+# for a kvplan class (marshal's bytes of its code object: equal only for the same code). Marshal format 2, which
+# writes no object references: from format 3 marshal.c w_ref marks an object shared by its reference count, which
+# differs between a code object just compiled and one loaded from the store (CPython 3.10's digests differed so).
 PROBE = """
 import hashlib, marshal, sys
 from kvplan.cli import dataclass_code
@@ -33,7 +35,7 @@ for name, module in sorted(sys.modules.items()):
                 function = getattr(vars(cls).get(method), "__wrapped__", vars(cls).get(method))
                 if getattr(getattr(function, "__code__", None), "co_filename", "") == "<string>":
                     digests[f"{{name}}.{{cls.__qualname__}}.{{method}}"] = hashlib.sha256(
-                        marshal.dumps(function.__code__)).hexdigest()
+                        marshal.dumps(function.__code__, 2)).hexdigest()
 store = dataclass_code._store
 sys.stderr.write("PROBE=" + __import__("json").dumps({{"compiled": store.compiled if store else None,
                                                         "digests": digests}}) + "\\n")
