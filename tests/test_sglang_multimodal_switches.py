@@ -25,7 +25,7 @@ import pytest
 
 from kvplan.api import estimate
 from kvplan.deployment import Deployment
-from kvplan.engines.sglang.defaults import MultimodalSwitches, language_model_only_refusal
+from kvplan.engines.sglang.defaults import MultimodalSwitches, language_model_only_refusal, language_only_refusal
 from kvplan.errors import KvplanError
 
 BASE, BASE_GRAPHS = 0.835, 0.83
@@ -143,3 +143,17 @@ def test_prefill_graphs_follow_is_multimodal_and_the_release_allowlist():
     factor = 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))
     assert sglang("Qwen/Qwen3.5-27B", "0.5.15").engine.gpu_memory_utilization == BASE * factor
     assert sglang("Qwen/Qwen3.5-27B", "0.5.16").engine.gpu_memory_utilization == BASE_GRAPHS * factor
+
+
+def test_language_only_is_refused_outside_encoder_disaggregation_architectures():
+    # _handle_encoder_disaggregation's list: Qwen2.5-VL from 0.5.10 (0.5.9 has no check), Qwen3.5 from 0.5.11,
+    # MiMoV2ForCausalLM from 0.5.13; Gemma 3 never
+    with pytest.raises(KvplanError, match="not support encoder disaggregation for Gemma3ForConditionalGeneration"):
+        sglang("google/gemma-3-27b-it", language_only=True)
+    # 0.5.9 takes it (and captures no prefill graphs before 0.5.10: 0.835)
+    assert sglang("google/gemma-3-27b-it", "0.5.9", language_only=True).engine.gpu_memory_utilization == BASE
+    assert language_only_refusal("Qwen2_5_VLForConditionalGeneration", (0, 5, 10)) is None
+    assert language_only_refusal("Qwen3_5ForConditionalGeneration", (0, 5, 10)) is not None
+    assert language_only_refusal("Qwen3_5ForConditionalGeneration", (0, 5, 11)) is None
+    assert language_only_refusal("MiMoV2ForCausalLM", (0, 5, 12)) is not None
+    assert language_only_refusal("MiMoV2ForCausalLM", (0, 5, 13)) is None

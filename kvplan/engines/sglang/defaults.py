@@ -314,3 +314,31 @@ def language_model_only_refusal(architecture: str, release: tuple[int, ...], swi
         return (f"SGLang {'.'.join(map(str, release))} does not take it for {architecture or 'this model'} "
                 f"(LANGUAGE_MODEL_ONLY_ARCHITECTURES: {', '.join(taken)})")
     return None
+
+
+# The architectures --language-only (and --encoder-only) is taken for, by the first release that lists each
+# (_handle_encoder_disaggregation: 0.5.10-0.5.18 server_args.py, 0.5.19-0.5.23 arg_groups/pd_disaggregation_hook.py
+# handle_encoder_disaggregation, each release read); 0.5.9 has no such check. Any other architecture is refused.
+ENCODER_DISAGGREGATION_FROM = (0, 5, 10)
+ENCODER_DISAGGREGATION_ARCHITECTURES = {
+    **dict.fromkeys(("Qwen2VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+                     "Qwen2_5_VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+                     "Qwen3OmniMoeForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
+                     "Qwen2_5OmniForConditionalGeneration"), ENCODER_DISAGGREGATION_FROM),
+    **dict.fromkeys(("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                     "KimiVLForConditionalGeneration", "KimiK25ForConditionalGeneration"), (0, 5, 11)),
+    "InternS2PreviewForConditionalGeneration": (0, 5, 12), "MiMoV2ForCausalLM": (0, 5, 13),
+    "KimiK3ForConditionalGeneration": (0, 5, 17), "Dots3NoteForCausalLM": (0, 5, 19),
+    "Glm5NextForConditionalGeneration": (0, 5, 20), "MiniMaxM3SparseForConditionalGeneration": (0, 5, 23),
+    "MuseSparkForConditionalGeneration": (0, 5, 23),
+}
+
+
+def language_only_refusal(architecture: str, release: tuple[int, ...]) -> str | None:
+    """Why SGLang refuses --language-only for this architecture (None where it takes it): from 0.5.10, any
+    architecture outside ENCODER_DISAGGREGATION_ARCHITECTURES ("is not supported for encoder disaggregation")."""
+    first = ENCODER_DISAGGREGATION_ARCHITECTURES.get(architecture)
+    if release < ENCODER_DISAGGREGATION_FROM or (first is not None and release >= first):
+        return None
+    return (f"SGLang {'.'.join(map(str, release))} does not support encoder disaggregation for "
+            f"{architecture or 'this model'} (server_args.py _handle_encoder_disaggregation)")

@@ -10,6 +10,7 @@ from kvplan.engines.base import PlanInput
 from kvplan.engines.sglang.defaults import (
     MultimodalSwitches,
     language_model_only_refusal,
+    language_only_refusal,
     not_multimodal_reason,
     text_only_reason,
 )
@@ -35,13 +36,17 @@ def switches(target: PlanInput) -> MultimodalSwitches:
 
 
 def check(target: PlanInput) -> None:
-    """SGLang's own refusal of --language-model-only (defaults.language_model_only_refusal), as a KvplanError."""
-    dep = target.deployment
-    if not dep.language_model_only:
-        return
-    why = language_model_only_refusal(target.spec.architecture, release_of(dep.engine_version), switches(target))
-    if why is not None:
-        raise KvplanError(why, dep.where("language_model_only"))
+    """SGLang's own refusals of --language-model-only and --language-only (defaults.language_model_only_refusal,
+    language_only_refusal), as a KvplanError naming the flag."""
+    dep, release = target.deployment, release_of(target.deployment.engine_version)
+    if dep.language_model_only:
+        why = language_model_only_refusal(target.spec.architecture, release, switches(target))
+        if why is not None:
+            raise KvplanError(why, dep.where("language_model_only"))
+    if dep.language_only:
+        why = language_only_refusal(target.spec.architecture, release)
+        if why is not None:
+            raise KvplanError(why, dep.where("language_only"))
 
 
 def is_multimodal(target: PlanInput) -> bool:
