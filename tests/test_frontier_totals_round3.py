@@ -149,3 +149,61 @@ def test_nemotron3_super_hub_total_adds_its_mtp_layers():
     # the Hub's 123,611,012,096 counts the main model and the MTP layers less the 40 + 1 MoE layers' score biases
     # (F32 buffers its index leaves out, as Nano's)
     assert SUPER + attention + moe - 41 * 512 == 123_611_012_096
+
+
+# Qwen3-VL-235B-A22B and Qwen3.5 / Qwen3.6: the Hub's totals (llmfit hf_models.json @5bdc9df9) Qwen/Qwen3-VL-235B-A22B-
+# Instruct 235,670,022,896; Qwen/Qwen3.5-27B and Qwen/Qwen3.6-27B 27,781,427,952; Qwen/Qwen3.5-35B-A3B and
+# Qwen/Qwen3.6-35B-A3B 35,951,822,704; Qwen/Qwen3.5-122B-A10B 125,086,497,008; Qwen/Qwen3.5-397B-A17B 403,397,928,944.
+
+
+def qwen3_vl_tower(out: int, deepstack: int) -> int:
+    """vLLM 0.33.0 qwen3_vl.py Qwen3_VisionTransformer at these checkpoints' sizes (hidden 1,152, depth 27, MLP
+    4,304, patch 16, temporal 2, 2,304 learned positions, merge 2 x 2 -> 4,608)."""
+    patch_embed = 3 * 2 * 16 * 16 * 1152 + 1152  # Conv3d with bias: 1,770,624
+    positions = 2304 * 1152
+    block = (4 * 1152 + 1152 * 3 * 1152 + 3 * 1152 + 1152 * 1152 + 1152  # two LayerNorms, qkv, proj
+             + 1152 * 4304 + 4304 + 4304 * 1152 + 1152)  # linear_fc1, linear_fc2
+    assert block == 15_239_504
+    mlp = 4608 * 4608 + 4608 + 4608 * out + out
+    return patch_embed + positions + 27 * block + 2 * 1152 + mlp + deepstack * (2 * 4608 + mlp)
+
+
+def test_qwen3_vl_235b_is_the_hubs():
+    # the qwen3_vl_moe wrapper builds Qwen3-VL's tower (out_hidden_size 4,096, three deepstack mergers): 576,388,336,
+    # Qwen3-VL-8B's; the text model's q_norm / k_norm of 128 in each of its 94 layers were left out before
+    spec = frontier("Qwen__Qwen3-VL-235B-A22B-Instruct")
+    assert spec.params.vision == qwen3_vl_tower(4096, 3) == 576_388_336
+    assert spec.params.total == 235_670_022_896 and spec.params.exact
+    assert resolve("Qwen/Qwen3-VL-235B-A22B-Instruct").params.total == 235_670_022_896
+
+
+def test_qwen3_5_27b_tower_and_mtp_layer_by_hand():
+    spec = frontier("Qwen__Qwen3.5-27B")
+    assert spec.params.vision == qwen3_vl_tower(5120, 0) == 460_730_096  # deepstack_visual_indexes []
+    # the MTP layer (mtp_num_hidden_layers 1; vLLM 0.33.0 qwen3_5_mtp.py), hidden 5,120: fc 10,240 -> 5,120 without
+    # bias, pre_fc_norm_hidden, pre_fc_norm_embedding and the closing norm; one full-attention Qwen3_5DecoderLayer:
+    # q_proj with its output gate 5,120 x 2 x 24 x 256, k / v 5,120 x 4 x 256 each, o 24 x 256 x 5,120, q_norm /
+    # k_norm of 256, the MLP 3 x 5,120 x 17,408 and two norms
+    layer = (5120 * 2 * 24 * 256 + 2 * 5120 * 4 * 256 + 24 * 256 * 5120 + 2 * 256
+             + 3 * 5120 * 17408 + 2 * 5120)
+    mtp = 2 * 5120 * 5120 + 3 * 5120 + layer
+    assert mtp == 424_699_392
+    assert spec.params.total + mtp == 27_781_427_952  # the Hub's Qwen3.5-27B and Qwen3.6-27B
+    assert spec.params.exact and spec.mtp_layers == 1
+    assert resolve("Qwen/Qwen3.5-27B").params.total == spec.params.total
+
+
+def test_qwen3_5_moe_hub_totals_add_one_mtp_layer():
+    # the MoE checkpoints' MTP layer: the same fc and three norms beside one full-attention MoE decoder layer (its
+    # experts, router, shared expert and the shared expert's gate), counted as kvplan counts that layer of the model
+    hub = {"Qwen__Qwen3.5-35B-A3B": 35_951_822_704, "Qwen__Qwen3.5-122B-A10B": 125_086_497_008,
+           "Qwen__Qwen3.5-397B-A17B": 403_397_928_944}
+    for name, total in hub.items():
+        config = json.loads((FRONTIER / name / "config.json").read_text())["text_config"]
+        spec = frontier(name)
+        hidden, full = config["hidden_size"], config["layer_types"].index("full_attention")
+        layer = spec.params.by_layer[full]
+        mtp = 2 * hidden * hidden + 3 * hidden + layer.mixer + layer.mlp + layer.experts + layer.loose
+        assert spec.params.total + mtp == total, name
+        assert spec.params.vision == qwen3_vl_tower(config["hidden_size"], 0), name
+        assert resolve(name.replace("__", "/")).params.total == spec.params.total

@@ -51,8 +51,16 @@ FAMILIES: dict[str, Family] = {
     # the loaded model plus its MTP layer (vLLM 0.33.0 qwen3_next_mtp.py) is the Hub's 81,324,862,720 for
     # Qwen3-Next-80B-A3B-Instruct (tests/test_hybrid_params.py)
     "qwen3_next": Family(qk_norm=True, exact=True),
-    "qwen3_5_text": Family(qk_norm=True),
+    # Qwen3.5 / Qwen3.6 (vLLM 0.33.0 qwen3_5.py; its loader maps "mtp." to None): the main model with the
+    # Qwen3-VL tower, and with the checkpoint's MTP layer (qwen3_5_mtp.py: fc 2 x hidden -> hidden, pre_fc_norm_hidden,
+    # pre_fc_norm_embedding, one full-attention decoder layer, norm) the Hub's totals, e.g. Qwen3.5-27B's
+    # 27,781,427,952 (tests/test_frontier_totals_round3.py)
+    "qwen3_5_text": Family(qk_norm=True, exact=True),
     "qwen3_vl_text": Family(qk_norm=True, exact=True),  # Qwen3-VL-8B's text model: Qwen3-8B's 8,190,735,360
+    # Qwen3-VL-235B-A22B (vLLM 0.33.0 qwen3_vl_moe.py: Qwen3MoeLLMModel, q_norm / k_norm of head_dim): with its
+    # Qwen3-VL tower the Hub's 235,670,022,896 (tests/test_frontier_totals_round3.py)
+    "qwen3_vl_moe_text": Family(qk_norm=True, exact=True),
+    "qwen3_5_moe_text": Family(qk_norm=True, exact=True),
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
     # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
     # Nemotron-3 Nano's and Super's Hub totals follow by hand (tests/test_frontier_totals_round3.py: the MTP layers

@@ -261,6 +261,9 @@ def qwen2_audio(audio: ConfigFields, text_hidden: int) -> int:
 
 TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
     "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "kimi_k3": moonvit_3d, "gemma4": gemma4_vision,
+    # vLLM 0.33.0 qwen3_vl_moe.py and qwen3_5.py (Qwen3_5ForConditionalGeneration) build the same
+    # Qwen3_VisionTransformer from vision_config (Qwen3.5's deepstack_visual_indexes empty)
+    "qwen3_vl_moe": qwen3_vl, "qwen3_5": qwen3_vl, "qwen3_5_moe": qwen3_vl,
 }
 VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": gemma4_vision_shape}
 # the towers whose layout the wrapper's own keys shape too (InternVL's select_layer and downsample_ratio)
