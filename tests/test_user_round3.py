@@ -84,3 +84,28 @@ def test_a_bad_torch_dtype_in_a_vision_config_names_the_file_and_key(tmp_path, c
     lines = captured.err.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(f"kvplan: error: {path}: torch_dtype: unknown dtype 'float1000'; known: bfloat16,")
+
+
+def test_a_qwen_vl_video_at_a_two_billion_token_context_is_counted_at_once(tmp_path, capsys) -> None:
+    # Qwen2.5-VL's bundled config with max_position_embeddings 2,147,483,647 and max_pixels 1: the video item's
+    # frames were counted one by one up to max_model_len before the 14 taken (qwen2_vl.py _MAX_FRAMES_PER_VIDEO),
+    # some 4 G steps: the estimate ran for minutes (killed at 20 s). By hand: max_pixels 1 holds no 28 x 28 merged
+    # patch (patch 14 x spatial_merge_size 2), so the grid is 1 token; 14 frames over temporal_patch_size 2 are 7
+    # grids: 7 tokens an item, and the encoder's 8,192-token budget takes 8,192 // 7 = 1,170 of them.
+    import time
+    from pathlib import Path
+
+    from kvplan.cli.app import main
+
+    spec = json.loads((Path(__file__).parent.parent / "model_specs" / "Qwen__Qwen2.5-VL-7B-Instruct.json").read_text())
+    config = spec["config"]
+    config["max_position_embeddings"] = 2**31 - 1
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    started = time.monotonic()
+    code = main(["estimate", "--model", str(path), "--gpu", "h100", "--json", "--mm-processor-kwargs",
+                 '{"max_pixels": 1}'])
+    assert time.monotonic() - started < 10
+    assert code in (0, 1)
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("cache budget 8,192 tokens, profiled with 1170 video item(s) of 7 tokens" in note for note in notes)

@@ -538,7 +538,9 @@ class QwenVL(Processor):
             return max(-(-frames // step), 1) * grid
 
         frames = 1
-        while tokens(frames + 1) <= max_model_len:
+        # counted no further than the 14 frames taken: the count up to max_model_len went on for every frame it
+        # holds (2 G tokens of a config's max_position_embeddings over a 1-token grid: minutes), the answer the same
+        while frames < QWEN2_VL_MAX_FRAMES and tokens(frames + 1) <= max_model_len:
             frames += 1
         return tokens(max(min(frames, QWEN2_VL_MAX_FRAMES), 1))
 
