@@ -207,3 +207,49 @@ def test_qwen3_5_moe_hub_totals_add_one_mtp_layer():
         assert spec.params.total + mtp == total, name
         assert spec.params.vision == qwen3_vl_tower(config["hidden_size"], 0), name
         assert resolve(name.replace("__", "/")).params.total == spec.params.total
+
+
+# Gemma 4 (vLLM 0.33.0 gemma4.py): the Hub's totals of the text-and-vision re-uploads (llmfit hf_models.json
+# @5bdc9df9): TrevorJS/gemma-4-26B-A4B-it-uncensored (and coder3101/..-heretic) 25,805,933,872;
+# llmfan46/gemma-4-31B-it-uncensored-heretic (and unsloth/gemma-4-31B-it-unsloth-bnb-4bit) 31,273,086,512. Google's own
+# google/gemma-4-26B-A4B(-it) 26,544,131,376 and google/gemma-4-31B(-it) 32,682,372,656 are each exactly one more
+# vocab x hidden table (262,144 x 2,816 = 738,197,504; 262,144 x 5,376 = 1,409,286,144), which neither vLLM
+# (tie_word_embeddings: lm_head is embed_tokens) nor the re-uploads hold.
+STD = 2 * 1152  # the vision tower's std_bias / std_scale (standardize): buffers vLLM loads, outside the Hub totals
+
+
+def test_gemma4_26b_layer_by_hand():
+    spec = frontier("google__gemma-4-26B-A4B")
+    hidden, experts = 2816, 128
+    # a sliding layer (head_dim 256): q 16 x 256, k and v 8 x 256, o; q_norm and k_norm of 256
+    sliding = 2816 * 16 * 256 + 2 * 2816 * 8 * 256 + 16 * 256 * 2816
+    # the MoE block beside the dense MLP (2,112): 128 experts (gate_up and down of 704), Gemma4Router's proj,
+    # scale and per_expert_scale; seven RMSNorms in the layer (input, post-attention, pre- / post-feedforward,
+    # post_feedforward_layernorm_1 / _2, pre_feedforward_layernorm_2)
+    mlp = 3 * hidden * 2112
+    routed = experts * 3 * hidden * 704
+    loose = hidden * experts + hidden + experts + 7 * hidden + 2 * 256
+    layer = spec.params.by_layer[0]
+    assert (layer.mixer, layer.mlp, layer.experts, layer.loose) == (sliding, mlp, routed, loose)
+    # a full layer (global_head_dim 512, attention_k_eq_v: k_proj only, 2 KV heads): q / o 16 x 512, k 2 x 512
+    full = spec.params.by_layer[5]
+    assert full.mixer == 2816 * 16 * 512 + 2816 * 2 * 512 + 16 * 512 * 2816
+    assert full.loose == loose - 2 * 256 + 2 * 512
+
+
+def test_gemma4_totals_are_the_hubs_less_the_std_buffers():
+    for name, hub in (("google__gemma-4-26B-A4B", 25_805_933_872), ("nvidia__Gemma-4-31B-IT-NVFP4", 31_273_086_512)):
+        spec = frontier(name)
+        assert spec.params.total - STD == hub, name
+        assert spec.params.exact, name
+    assert 25_805_933_872 + 262144 * 2816 == 26_544_131_376
+    assert 31_273_086_512 + 262144 * 5376 == 32_682_372_656
+
+
+def test_gemma4_per_layer_inputs_stay_approximate():
+    # the E2B / E4B models' per-layer input embeddings (hidden_size_per_layer_input) are not counted
+    data = json.loads((FRONTIER / "google__gemma-4-26B-A4B" / "config.json").read_text())
+    data["text_config"]["hidden_size_per_layer_input"] = 256
+    spec = parse_config(data, "g", SpecSource("local", "g"))
+    assert not spec.params.exact
+    assert "hidden_size_per_layer_input not counted" in spec.params.note

@@ -72,6 +72,13 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(tied_default=True, norms_per_layer=4, qk_norm=True, sliding_pattern=6,
                           vocab_default=262208, max_position_default=131072,
                           rope_scaling_extends_context=False, local_rope_base=True, exact=True),
+    # Gemma 4 (vLLM 0.33.0 gemma4.py Gemma4DecoderLayer): input, post-attention, pre- and post-feedforward RMSNorms,
+    # q_norm and k_norm of the layer's head_dim (v_norm has no weight); the MoE block's three more norms and
+    # Gemma4Router's scale and per_expert_scale are params._mlp's. The 26B-A4B and 31B counts less the vision
+    # tower's std_bias / std_scale are the Hub's totals of their text-and-vision re-uploads
+    # (tests/test_frontier_totals_round3.py); per-layer input embeddings (hidden_size_per_layer_input, the E2B /
+    # E4B models) are not counted (params._uncounted)
+    "gemma4_text": Family(norms_per_layer=4, qk_norm=True, exact=True),
     "phi3": Family(exact=True),
     "phi": Family(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, layer_norm=True,
                   norms_per_layer=1, lm_head_bias=True, exact=True),

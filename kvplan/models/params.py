@@ -67,13 +67,22 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
     vision, vision_note = _towers(top, hidden)
     total = embeddings + decoder + norm + hc_head + lm_head + vision + _attention_residuals(lm) * hidden
 
-    exact = family.exact and not vision_note
+    left_out = "; ".join(note for note in (vision_note, _uncounted(lm)) if note)
+    exact = family.exact and not left_out
     note = _audio_alone_note(top, vision) if exact else (
         f"parameter count approximate: the layout of model_type '{model_type}' was not checked against a "
-        "published count" + (f"; {vision_note}" if vision_note else "") if not family.exact else
-        f"parameter count approximate: {vision_note}")
+        "published count" + (f"; {left_out}" if left_out else "") if not family.exact else
+        f"parameter count approximate: {left_out}")
     return ParamCount(total=total, exact=exact, note=note, embeddings=embeddings, lm_head=lm_head,
                       experts=experts, vision=vision, by_layer=tuple(by_layer))
+
+
+def _uncounted(lm: ConfigFields) -> str:
+    """What a config names that the count leaves out ("" where nothing): Gemma 4's per-layer input embeddings and
+    their gates (vLLM 0.33.0 gemma4.py embed_tokens_per_layer, per_layer_model_projection, per_layer_input_gate,
+    where hidden_size_per_layer_input > 0), and its KV-shared layers, which build no k_proj / v_proj / k_norm."""
+    left = [key for key in ("hidden_size_per_layer_input", "num_kv_shared_layers") if lm.optional_int(key, minimum=0)]
+    return f"{' and '.join(left)} not counted" if left else ""
 
 
 def _interleaved_by_period(lm: ConfigFields) -> bool:
@@ -434,6 +443,10 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
     if lm.flag("enable_moe_block", False):  # Gemma 4 26B: a dense MLP beside the experts in every layer
         shared += _dense_mlp(family, hidden, intermediate, bias)
         loose += _mlp_bias(family, hidden, intermediate, bias)
+        # vLLM 0.33.0 gemma4.py: post_feedforward_layernorm_1 / _2 and pre_feedforward_layernorm_2 beside the
+        # layer's four norms, and Gemma4Router's scale (hidden) and per_expert_scale (one per expert)
+        router += 3 * hidden + hidden + moe.num_experts
+        loose += 3 * hidden + hidden + moe.num_experts
     if moe.shared_intermediate_size and lm.has("shared_expert_intermediate_size"):
         shared += hidden  # the shared expert's sigmoid gate (Qwen3-Coder writes a size of 0: no shared expert)
         loose += hidden

@@ -3,7 +3,8 @@
 Qwen2-Audio's audio tower match a published count to the parameter; Gemma 4's vision and audio towers match their
 model card's ~550M and ~300M and brought the gemma-4-31b-it weights to 0.24 GiB under its vLLM log
 (hybrid_calibration.yaml Y13, 'Model loading took 58.99 GiB'; 0.53 GiB before); with the V slot vLLM fills from K
-(models/resident.py) the weights term is 63,301,887,572 B = 58.95 GiB, 0.04 GiB under."""
+(models/resident.py) the weights term is 63,301,887,572 B = 58.95 GiB, 0.04 GiB under (63,303,249,452 B, still
+58.96 GiB, with the text model's norms, q / k norms and MoE router scales counted: params.py, round 3)."""
 
 from __future__ import annotations
 
