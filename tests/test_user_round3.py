@@ -109,3 +109,28 @@ def test_a_qwen_vl_video_at_a_two_billion_token_context_is_counted_at_once(tmp_p
     assert code in (0, 1)
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any("cache budget 8,192 tokens, profiled with 1170 video item(s) of 7 tokens" in note for note in notes)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full (every write: ENOSPC)")
+@pytest.mark.parametrize("args", [["gpus"], ["models", "list"],
+                                  ["estimate", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "h100"],
+                                  ["estimate", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "h100", "--json"]])
+def test_output_to_a_full_disk_is_one_line_not_a_traceback(args: list[str]) -> None:
+    # `kvplan gpus > file` on a full disk printed rich's or print_json's OSError traceback (exit 1); now the
+    # one line kvplan gives for what it cannot do, exit 2 (OSError errno 28's strerror, as the C library words it)
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "kvplan", *args], stdout=full, stderr=subprocess.PIPE,
+                                env=ENV, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode() == "kvplan: error: cannot write the output: No space left on device\n"
+
+
+def test_a_closed_stdout_keeps_the_exit_code() -> None:
+    # started with descriptor 1 closed (`kvplan estimate ... >&-`), sys.stdout is None: the first write raised
+    # AttributeError with a traceback. The plan is written nowhere and the exit code stays the plan's: 0, Qwen2.5-7B
+    # at its full 131,072 tokens fits on an H100 (README's exit codes: 0 one max_model_len request fits).
+    result = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu",
+                             "h100"], stderr=subprocess.PIPE, env=ENV, timeout=60, check=False,
+                            preexec_fn=lambda: os.close(1))
+    assert result.returncode == 0
+    assert result.stderr == b""

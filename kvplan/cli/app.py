@@ -5,6 +5,7 @@ The command modules (and this one) do without `from __future__ import annotation
 annotations on every run, and as strings typer 0.20 utils.get_params_from_function would compile and evaluate
 each twice (inspect.signature(eval_str=True), then typing.get_type_hints): 10 M instructions of an estimate."""
 
+import contextlib
 import gc
 import os
 import re
@@ -65,6 +66,10 @@ def _register(args: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    for stream in ("stdout", "stderr"):
+        if getattr(sys, stream) is None:  # started with the descriptor closed (>&-): the first write raised
+            # AttributeError on None; the process's null stream is left for the interpreter to close
+            setattr(sys, stream, open(os.devnull, "w"))  # noqa: SIM115
     pasted = None
     if "--" in args:
         split = args.index("--")
@@ -96,11 +101,28 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc.__context__, BrokenPipeError):
             return 0
         raise
+    except OSError as exc:  # not a BrokenPipeError (above): the output cannot be written (a full disk: ENOSPC)
+        return _output_failed(exc)
     except Exception as exc:  # click's exceptions, from click or from typer's vendored copy of it
         return _click_exit(exc)
     finally:
         dataclass_code.save()
     return result if isinstance(result, int) else 0
+
+
+def _output_failed(exc: OSError) -> int:
+    """One line for an OSError that reached the entry point. Without a file name it came from writing stdout
+    (files kvplan reads fail as KvplanError naming them); stdout is then pointed at os.devnull, so that the
+    buffered rest does not fail again at exit with the interpreter's 'Exception ignored' report."""
+    from kvplan.cli.output import error_line
+
+    if exc.filename:
+        error_line(f"{exc.filename}: {exc.strerror or exc}")
+        return 2
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    error_line(f"cannot write the output: {exc.strerror or exc}")
+    return 2
 
 
 def _click_exit(exc: Exception) -> int:
