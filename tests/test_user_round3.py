@@ -134,3 +134,20 @@ def test_a_closed_stdout_keeps_the_exit_code() -> None:
                             preexec_fn=lambda: os.close(1))
     assert result.returncode == 0
     assert result.stderr == b""
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ('{"max_dynamic_patch": 100000000}', "max_dynamic_patch must be an integer from 1 to 1,000,000, got 100000000"),
+    ('{"max_dynamic_patch": 0}', "max_dynamic_patch must be an integer from 1 to 1,000,000, got 0"),
+    ('{"max_dynamic_patch": 5000}', "max_dynamic_patch 5,000 is above the 4,096 kvplan plans for"),
+])
+def test_internvl_tile_counts_out_of_range_say_the_range(capsys, kwargs: str, message: str) -> None:
+    # 100,000,000 tiles were refused as 'must be a positive integer', which it is; the message now gives the
+    # bound (1,000,000: models/fields.py's bound on a config's image_size, kept for every InternVL integer)
+    from pathlib import Path
+
+    from kvplan.cli.app import main
+
+    config = Path(__file__).parent / "fixtures" / "internvl" / "internvl3-8b.json"
+    assert main(["estimate", "--model", str(config), "--gpu", "h100", "--mm-processor-kwargs", kwargs]) == 2
+    assert capsys.readouterr().err == f"kvplan: error: --mm-processor-kwargs: {message}\n"

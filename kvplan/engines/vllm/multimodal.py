@@ -444,6 +444,7 @@ def qk_norm_moments(base: int, hidden: int, part: int, ways: int, dtype_bytes: i
 
 
 INTERNVL_MOST_TILES = 4096  # kvplan's bound on max_dynamic_patch, as for the config's (models/fields.py)
+INTERNVL_MOST_VALUE = 10**6  # on any integer given: models/fields.py's bound on a config's image_size
 
 
 def _internvl_value(kwargs: dict[str, Any], key: str, default: Any, kind: type) -> Any:
@@ -452,8 +453,10 @@ def _internvl_value(kwargs: dict[str, Any], key: str, default: Any, kind: type) 
     value = kwargs.get(key, default)
     if kind is bool and not isinstance(value, bool):
         raise KvplanError(f"{key} must be true or false, got {value!r:.40}", "--mm-processor-kwargs")
-    if kind is int and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10**6):
-        raise KvplanError(f"{key} must be a positive integer, got {value!r:.40}", "--mm-processor-kwargs")
+    if kind is int and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INTERNVL_MOST_VALUE):
+        # the bound said as well: 'must be a positive integer, got 100000000' named none of it
+        raise KvplanError(f"{key} must be an integer from 1 to {INTERNVL_MOST_VALUE:,}, got {value!r:.40}",
+                          "--mm-processor-kwargs")
     return value
 
 
