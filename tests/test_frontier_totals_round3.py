@@ -253,3 +253,23 @@ def test_gemma4_per_layer_inputs_stay_approximate():
     spec = parse_config(data, "g", SpecSource("local", "g"))
     assert not spec.params.exact
     assert "hidden_size_per_layer_input not counted" in spec.params.note
+
+
+def test_kimi_k25_moonvit_by_hand():
+    # vLLM 0.33.0 kimi_k25.py / kimi_k25_vit.py at Kimi-K2.5's vision_config (vt_hidden_size 1,152, 27 layers, MLP
+    # 4,304, patch 14, 64 x 64 positions, merge 2 x 2, no norm_type / bias keys: LayerNorms and biases throughout)
+    patch_embed = 3 * 14 * 14 * 1152 + 1152  # Conv2dLayer with patch_embed_proj_bias
+    positions = 64 * 64 * 1152  # Learnable2DInterpPosEmbDivided_fixed.weight (the time table is a buffer)
+    block = (2 * 2 * 1152 + 1152 * 3 * 1152 + 3 * 1152 + 1152 * 1152 + 1152  # norm0 / norm1, wqkv, wo
+             + 1152 * 4304 + 4304 + 4304 * 1152 + 1152)  # mlp fc0 / fc1
+    final_norm = 2 * 1152
+    # patchmerger: pre_norm LayerNorm(1,152), linear_1 4,608 -> 4,608 and linear_2 4,608 -> 7,168 with biases
+    projector = 2 * 1152 + 4608 * 4608 + 4608 + 4608 * 7168 + 7168
+    assert (patch_embed, block, projector) == (678_528, 15_239_504, 54_277_888)
+    tower = patch_embed + positions + 27 * block + final_norm + projector
+    assert tower == 471_143_920
+    for spec in (frontier("moonshotai__Kimi-K2.5"), resolve("moonshotai/Kimi-K2.5")):
+        assert spec.params.vision == tower
+        # the text model is Kimi-K2's (model_type kimi_k2), not matched to a published total yet
+        assert spec.params.total == resolve("moonshotai/Kimi-K2-Instruct").params.total + tower
+        assert not spec.params.exact and "the vision tower" not in spec.params.note

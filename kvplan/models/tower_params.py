@@ -109,14 +109,16 @@ def internvl_chat(top: ConfigFields, vision: ConfigFields, text_hidden: int) -> 
 
 
 def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
-    """Kimi-K3's MoonViT-3D and projector, module by module as vLLM 0.33.0 builds them
+    """Kimi-K3's and Kimi-K2.5's MoonViT-3D and projector, module by module as vLLM 0.33.0 builds them
     (model_executor/models/kimi_k25_vit.py MoonViT3dPretrainedModel, KimiK25MultiModalProjector; the vt_* names are
     transformers_utils/configs/kimi_k3.py's): a Conv2d patch embedding (channels x patch^2 -> hidden, bias by
     patch_embed_proj_bias), learned positions init_pos_emb_height x init_pos_emb_width x hidden (the temporal table
     is a buffer); per block two norms (RMSNorm: a weight, LayerNorm: weight and bias), wqkv hidden -> 3 x
     qkv_hidden_size and wo back (biases by attn_bias), the two-layer MLP (biases by linear_bias); a final norm; the
-    patchmergerv2 projector: merged = hidden x merge_kernel_size, merged -> merged -> text hidden without biases and
-    an RMSNorm of the text width. Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976; with the text model's
+    projector by mm_projector_type (MOONVIT_PROJECTORS), merged = hidden x merge_kernel_size. Where the config names
+    no norm_type, attn_bias, linear_bias or patch_embed_proj_bias (Kimi-K2.5's), MoonViT3dPretrainedModel's defaults:
+    layernorm, biases on. Kimi-K2.5: 678,528 + 4,718,592 + 27 x 15,239,504 + 2,304 + 54,277,888 = 471,143,920
+    (tests/test_frontier_totals_round3.py). Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976; with the text model's
     2,779,484,476,000 that is the Hub's total for moonshotai/Kimi-K3 (2,779,931,837,184) but for the 2,208 A_log
     values its checkpoint pads (69 KDA layers x 32) and vLLM does not build."""
     hidden, inner = vision.integer("vt_hidden_size"), vision.integer("vt_intermediate_size")
@@ -132,10 +134,30 @@ def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
     if len(merge) != 2 or not all(isinstance(m, int) and not isinstance(m, bool) and m > 0 for m in merge):
         raise vision.fail("merge_kernel_size", "must be two positive integers")
     merged = hidden * merge[0] * merge[1]
-    if vision.text("mm_projector_type") != "patchmergerv2":
-        raise vision.fail("mm_projector_type", "is not patchmergerv2: only Kimi-K3's projector is modelled")
-    projector = merged * merged + merged * text_hidden + text_hidden
-    return patch_embed + positions + vision.integer("vt_num_hidden_layers") * block + norm + projector
+    kind = vision.text("mm_projector_type") or "patchmerger"  # KimiK25MultiModalProjector's default
+    projector = MOONVIT_PROJECTORS.get(kind)
+    if projector is None:
+        raise vision.fail("mm_projector_type", f"names a projector kvplan does not count, got {kind!r:.40}; known: "
+                                               f"{', '.join(MOONVIT_PROJECTORS)}")
+    return (patch_embed + positions + vision.integer("vt_num_hidden_layers") * block + norm
+            + projector(hidden, merged, text_hidden))
+
+
+def _patchmerger_v2(hidden: int, merged: int, text_hidden: int) -> int:
+    """Kimi-K3's patchmergerv2 (vLLM 0.33.0 kimi_k25_vit.py KimiK25MultiModalProjector): linear_1 merged -> merged
+    and linear_2 merged -> the text width without biases, post_norm an RMSNorm of the text width."""
+    return merged * merged + merged * text_hidden + text_hidden
+
+
+def _patchmerger(hidden: int, merged: int, text_hidden: int) -> int:
+    """Kimi-K2.5's patchmerger (the same class's other branch): pre_norm, a LayerNorm of the vision width (weight
+    and bias), then linear_1 merged -> merged and linear_2 merged -> the text width, both with biases."""
+    return 2 * hidden + _linear(merged, merged) + _linear(merged, text_hidden)
+
+
+MOONVIT_PROJECTORS: dict[str, Callable[[int, int, int], int]] = {
+    "patchmergerv2": _patchmerger_v2, "patchmerger": _patchmerger,
+}
 
 
 
@@ -265,6 +287,9 @@ TOWERS: dict[str, Callable[[ConfigFields, int], int]] = {
     # vLLM 0.33.0 qwen3_vl_moe.py and qwen3_5.py (Qwen3_5ForConditionalGeneration) build the same
     # Qwen3_VisionTransformer from vision_config (Qwen3.5's deepstack_visual_indexes empty)
     "qwen3_vl_moe": qwen3_vl, "qwen3_5": qwen3_vl, "qwen3_5_moe": qwen3_vl,
+    # vLLM 0.33.0 kimi_k25.py KimiK25ForConditionalGeneration: MoonViT3dPretrainedModel and KimiK25MultiModalProjector
+    # (Kimi-K2.5, K2.6, K2.7-Code: the patchmerger projector)
+    "kimi_k25": moonvit_3d,
 }
 VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": gemma4_vision_shape}
 # the towers whose layout the wrapper's own keys shape too (InternVL's select_layer and downsample_ratio)
