@@ -151,3 +151,12 @@ def test_internvl_tile_counts_out_of_range_say_the_range(capsys, kwargs: str, me
     config = Path(__file__).parent / "fixtures" / "internvl" / "internvl3-8b.json"
     assert main(["estimate", "--model", str(config), "--gpu", "h100", "--mm-processor-kwargs", kwargs]) == 2
     assert capsys.readouterr().err == f"kvplan: error: --mm-processor-kwargs: {message}\n"
+
+
+def test_explain_from_a_closed_stdin_is_one_line() -> None:
+    # `kvplan explain - <&-`: sys.stdin is None and read_source's sys.stdin.buffer raised AttributeError with a
+    # traceback; a closed stdin now reads as an empty one, which explain refuses in its one line (exit 2)
+    result = subprocess.run([sys.executable, "-m", "kvplan", "explain", "-", "--gpu", "h100"], capture_output=True,
+                            env=ENV, timeout=60, check=False, preexec_fn=lambda: os.close(0))
+    assert result.returncode == 2
+    assert result.stderr.decode() == "kvplan: error: no vLLM / SGLang / TensorRT-LLM startup lines found in stdin\n"

@@ -66,10 +66,10 @@ def _register(args: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    for stream in ("stdout", "stderr"):
-        if getattr(sys, stream) is None:  # started with the descriptor closed (>&-): the first write raised
-            # AttributeError on None; the process's null stream is left for the interpreter to close
-            setattr(sys, stream, open(os.devnull, "w"))  # noqa: SIM115
+    for stream, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, stream) is None:  # started with the descriptor closed (<&-, >&-): the first read or
+            # write raised AttributeError on None; the process's null stream is left for the interpreter to close
+            setattr(sys, stream, open(os.devnull, mode))  # noqa: SIM115
     pasted = None
     if "--" in args:
         split = args.index("--")
