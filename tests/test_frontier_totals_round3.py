@@ -273,3 +273,27 @@ def test_kimi_k25_moonvit_by_hand():
         # the text model is Kimi-K2's (model_type kimi_k2), not matched to a published total yet
         assert spec.params.total == resolve("moonshotai/Kimi-K2-Instruct").params.total + tower
         assert not spec.params.exact and "the vision tower" not in spec.params.note
+
+
+def test_nemotron3_super_mtp_draft_holds_its_module():
+    # vLLM loads the '*E' MTP module as the draft under speculative_config method mtp: its 2,942,325,248 parameters
+    # (above) at bfloat16 on the last stage, not one average decoder layer; one attention layer's KV beside the target's
+    from dataclasses import replace
+
+    from kvplan.deployment import Deployment
+    from kvplan.engines import plan_deployment
+    from kvplan.plan import GpuChoice
+    from kvplan.units import GB, GiB
+
+    data = json.loads((FRONTIER / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8" / "config.json").read_text())
+    data.pop("quantization_config", None)  # as the BF16 checkpoint
+    spec = parse_config(data, "super", SpecSource("local", "super"))
+    assert spec.params.mtp == 2_942_325_248
+    base = Deployment(gpu_memory_bytes=141 * GB, tensor_parallel_size=8, kv_cache_memory_bytes=10 * GiB)
+    gpu = GpuChoice("custom", "custom", 141 * GB, 8)
+    plain = plan_deployment(spec, base, gpu)
+    mtp = plan_deployment(spec, replace(base, speculative_config={"method": "mtp", "num_speculative_tokens": 1}), gpu)
+    grown = mtp.memory.weights_bytes - plain.memory.weights_bytes
+    # 2 B a parameter over TP 8 (as the target's decoder layers are split), give or take the layers' whole-byte spread
+    assert abs(grown - 2 * 2_942_325_248 // 8) < 1_000, grown
+    assert any("the MTP module's 2,942,325,248 parameters" in note for note in mtp.notes)

@@ -90,6 +90,8 @@ class ParamCount:
     experts: int = 0
     vision: int = 0
     by_layer: tuple[LayerParams, ...] = ()  # each decoder layer, in order (empty: not counted per layer)
+    # the checkpoint's MTP module as vLLM builds it for an MTP draft, outside total (0: not counted apart)
+    mtp: int = 0
 
     @property
     def linear_non_expert(self) -> int:

@@ -74,7 +74,25 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
         "published count" + (f"; {left_out}" if left_out else "") if not family.exact else
         f"parameter count approximate: {left_out}")
     return ParamCount(total=total, exact=exact, note=note, embeddings=embeddings, lm_head=lm_head,
-                      experts=experts, vision=vision, by_layer=tuple(by_layer))
+                      experts=experts, vision=vision, by_layer=tuple(by_layer), mtp=_mtp_module(lm, hidden, by_layer))
+
+
+def _mtp_module(lm: ConfigFields, hidden: int, by_layer: list[LayerParams]) -> int:
+    """Nemotron-3's MTP module (vLLM 0.33.0 nemotron_h_mtp.py NemotronHMultiTokenPredictor, which asserts
+    num_nextn_predict_layers 1): one decoder layer per mtp_hybrid_override_pattern character, each as the main
+    model's layer of that kind; the first with the start projections (enorm and hnorm of hidden, eh_proj 2 x hidden
+    -> hidden without bias), the last with final_layernorm; embed_tokens and lm_head are the target's. 0 without
+    mtp_hybrid_override_pattern (or a kind the main pattern does not hold)."""
+    pattern = lm.text("mtp_hybrid_override_pattern") or ""
+    main = lm.text("hybrid_override_pattern") or ""
+    if not pattern or len(main) != len(by_layer) or any(kind not in main for kind in pattern):
+        return 0
+    layers = sum(_layer_total(by_layer[main.index(kind)]) for kind in pattern)
+    return layers + 2 * hidden + 2 * hidden * hidden + hidden
+
+
+def _layer_total(layer: LayerParams) -> int:
+    return layer.mixer + layer.mlp + layer.experts + layer.loose
 
 
 def _uncounted(lm: ConfigFields) -> str:
