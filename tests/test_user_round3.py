@@ -160,3 +160,27 @@ def test_explain_from_a_closed_stdin_is_one_line() -> None:
                             env=ENV, timeout=60, check=False, preexec_fn=lambda: os.close(0))
     assert result.returncode == 2
     assert result.stderr.decode() == "kvplan: error: no vLLM / SGLang / TensorRT-LLM startup lines found in stdin\n"
+
+
+@pytest.mark.parametrize(("model", "kwargs", "unread"), [
+    # Gemma 3's processor is planned without pan-and-scan (multimodal.Gemma3 reads no key): both named
+    ("google/gemma-3-27b-it", '{"do_pan_and_scan": true, "foo": 1}', "do_pan_and_scan, foo"),
+    # Qwen2.5-VL's video is its image grid repeated (QwenVL.video_tokens): videos_kwargs is not read, max_pixels is
+    ("Qwen/Qwen2.5-VL-7B-Instruct", '{"max_pixels": 1000000, "videos_kwargs": {"max_pixels": 5}}',
+     "videos_kwargs.max_pixels"),
+    # Qwen3-VL reads videos_kwargs (Qwen3VL.video_tokens): nothing to name
+    ("Qwen/Qwen3-VL-8B-Instruct", '{"max_pixels": 1000000, "videos_kwargs": {"max_pixels": 50000}}', None),
+])
+def test_mm_processor_kwargs_the_plan_does_not_read_are_named(capsys, model: str, kwargs: str,
+                                                              unread: str | None) -> None:
+    # vLLM 0.33.0 gemma3_mm.py get_num_crops: do_pan_and_scan gives the profiled image more crops, and kvplan
+    # planned the same single image without a word
+    from kvplan.cli.app import main
+
+    assert main(["estimate", "--model", model, "--gpu", "h100", "--json", "--mm-processor-kwargs", kwargs]) in (0, 1)
+    notes = [n for n in json.loads(capsys.readouterr().out)["notes"] if "not read by kvplan's model" in n]
+    if unread is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1
+        assert notes[0].startswith(f"--mm-processor-kwargs {unread}: not read by kvplan's model of ")

@@ -464,6 +464,13 @@ class Vllm(PoolRules):
         encoder = encoder_of(target, settings)
         if encoder:
             notes.append(encoder.note())
+        from kvplan.engines.vllm.multimodal import unread_kwargs
+
+        unread = unread_kwargs(spec, dep) if spec.tower is not None else []
+        if unread:
+            notes.append(f"{dep.where('mm_processor_kwargs')} {', '.join(unread)}: not read by kvplan's model of "
+                         f"{spec.architecture}'s processor; vLLM hands them to it, and where they change the "
+                         "profiled item the plan does not follow")
         replicated = _tower_replicated(target)
         if replicated is not None and dep.tensor_parallel_size > 1:
             notes.append(f"--mm-encoder-tp-mode data: the vision tower whole on each rank, "

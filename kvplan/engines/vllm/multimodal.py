@@ -80,6 +80,9 @@ class Processor:
     modalities: tuple[str, ...] = ("image", "video")  # those its vision tower serves
     encoder_tp_data: bool = False  # the model class's supports_encoder_tp_data (--mm-encoder-tp-mode data)
     whole_tower: bool = False  # its towers are built unsharded, whole on every TP rank, whatever the mode
+    # the --mm-processor-kwargs keys items() reads ("images_kwargs.max_pixels": under that scope); any other key
+    # is named in a note (unread_kwargs): vLLM hands it to the processor, the plan does not follow it
+    kwargs_read: tuple[str, ...] = ()
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         """Whether vLLM forces --disable-chunked-mm-input (platforms/cuda.py, for a model_config.is_mm_prefix_lm:
@@ -170,6 +173,7 @@ class Gemma4(Processor):
     # recursive_replace_linear (transformers/utils.py) turns into "replicate" linears (0.23.0, 0.33.0; plain
     # nn.Linear in 0.19.0), and its embedders' projections are ReplicatedLinear: no TP split
     whole_tower = True
+    kwargs_read = ("max_soft_tokens", "images_kwargs.max_soft_tokens", "audio_seq_length")
 
     def prefix_lm(self, tower: VisionTower) -> bool:
         return tower.bidirectional  # Gemma4ModelArchConfigConvertor: use_bidirectional_attention "vision"
@@ -261,6 +265,7 @@ class Llama4(Processor):
     (get_patch_per_chunk), plus the global tile a many-tile image gets (transformers Llama4Processor)."""
 
     modalities = ("image",)
+    kwargs_read = ("max_patches", "images_kwargs.max_patches")
     encoder_tp_data = True  # mllama4.py Llama4ForConditionalGeneration
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
@@ -315,6 +320,7 @@ class InternVL(Processor):
     least 1. The dummy's pixel_values_flat: 3 x image_size^2 values a tile (image_num_patches stays on the CPU)."""
 
     encoder_tp_data = True  # InternVLChatModel
+    kwargs_read = ("image_size", "min_dynamic_patch", "max_dynamic_patch", "dynamic_image_size", "use_thumbnail")
 
     def items(self, tower: VisionTower, kwargs: dict[str, Any], limits: dict[str, Any],
               max_model_len: int) -> dict[str, Item]:
@@ -526,6 +532,7 @@ class QwenVL(Processor):
 
     default_pixels = 12_845_056
     encoder_tp_data = True  # qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py (and Qwen3.5's subclasses)
+    kwargs_read: tuple[str, ...] = ("size", "max_pixels", "images_kwargs.size", "images_kwargs.max_pixels")  # _pixels
 
     def image_tokens(self, tower: VisionTower, kwargs: dict[str, Any]) -> int:
         return _grid_tokens(_pixels(kwargs, "images_kwargs", self.default_pixels), self.unit(tower))
@@ -639,6 +646,7 @@ class Qwen3VL(QwenVL):
 
     default_pixels = 16_777_216
     video_pixels = 25_165_824
+    kwargs_read = (*QwenVL.kwargs_read, "videos_kwargs.size", "videos_kwargs.max_pixels")  # and video_tokens
 
     def video_tokens(self, tower: VisionTower, kwargs: dict[str, Any], max_model_len: int) -> int:
         pixels = _pixels({"videos_kwargs": scoped(kwargs, "videos_kwargs")}, "videos_kwargs", self.video_pixels)
@@ -785,6 +793,21 @@ class EncoderProfile:
                 f"item(s) of {self.tokens_per_item:,} tokens; their outputs (and under Model Runner V1 their inputs) "
                 f"add {self.held_bytes / GiB:.2f} GiB to the decoder's profiled peak; {tower} (vLLM 0.33.0 "
                 "profile_run)")
+
+
+def unread_kwargs(spec: ModelSpec, dep: Deployment) -> list[str]:
+    """The --mm-processor-kwargs keys the family's Processor does not read (Processor.kwargs_read; every key where
+    the family's processor is not modelled), a scope's as "images_kwargs.key": Gemma 3's do_pan_and_scan, for
+    one, gives vLLM's profile more crops an image (gemma3_mm.py get_num_crops) and passed in silence."""
+    processor = PROCESSORS.get(spec.architecture)
+    read = set(processor.kwargs_read) if processor else set()
+    unread: list[str] = []
+    for key, value in (dep.mm_processor_kwargs or {}).items():
+        if key in ("images_kwargs", "videos_kwargs", "audio_kwargs") and isinstance(value, dict):
+            unread += [f"{key}.{inner}" for inner in value if f"{key}.{inner}" not in read]
+        elif key not in read:
+            unread.append(key)
+    return unread
 
 
 def limits(dep: Deployment) -> dict[str, Any]:
