@@ -297,3 +297,29 @@ def test_nemotron3_super_mtp_draft_holds_its_module():
     # 2 B a parameter over TP 8 (as the target's decoder layers are split), give or take the layers' whole-byte spread
     assert abs(grown - 2 * 2_942_325_248 // 8) < 1_000, grown
     assert any("the MTP module's 2,942,325,248 parameters" in note for note in mtp.notes)
+
+
+def test_deepseek_v3_hub_total_is_the_main_model_scales_and_mtp_layer():
+    # deepseek-ai/DeepSeek-V3 (and R1, V3.1: same layout) on the Hub: 684,531,386,000 (llmfit hf_models.json
+    # @5bdc9df9). hidden 7,168, 128 heads, q_lora 1,536, kv_lora 512, rope 64, nope 128, v 128, 256 experts of 2,048
+    # and one shared, first_k_dense_replace 3 (dense 18,432), 61 layers, vocab 129,280.
+    mla = (7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168)
+    moe = 256 * 3 * 7168 * 2048 + 256 * 7168 + 256 + 3 * 7168 * 2048  # experts, router, score bias, shared expert
+    layer = mla + moe + 2 * 7168
+    assert (mla, layer) == (187_107_328, 11_507_286_272)
+    spec = resolve("deepseek-ai/DeepSeek-V3")
+    assert spec.params.total == 671_026_419_200 and spec.params.by_layer[-1].mixer + spec.params.by_layer[-1].mlp \
+        + spec.params.by_layer[-1].experts + spec.params.by_layer[-1].loose == layer
+    # FP8 128 x 128 block scales: attention q_a 12 x 56, q_b 192 x 12, kv_a 5 x 56, kv_b 256 x 4, o 56 x 128;
+    # each expert and the shared one 2 x 16 x 56 + 56 x 16; a dense MLP 2 x 144 x 56 + 56 x 144
+    attention = scales(1536, 7168) + scales(128 * 192, 1536) + scales(576, 7168) + scales(128 * 256, 512) \
+        + scales(7168, 128 * 128)
+    experts = 257 * (2 * scales(2048, 7168) + scales(7168, 2048))
+    dense = 2 * scales(18432, 7168) + scales(7168, 18432)
+    assert (attention, experts, dense) == (11_448, 690_816, 24_192)
+    main = 61 * attention + 58 * experts + 3 * dense
+    # the MTP layer (layer 61, loaded only as vLLM's deepseek_mtp draft) ships its own embed_tokens and
+    # shared_head.head copies beside enorm, hnorm, eh_proj (BF16: no scales) and shared_head.norm
+    mtp = layer + 2 * 7168 + 2 * 7168 * 7168 + 7168 + 2 * 129280 * 7168
+    assert mtp == 13_463_426_304
+    assert spec.params.total + main + mtp + attention + experts == 684_531_386_000
