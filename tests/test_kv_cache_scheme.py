@@ -95,3 +95,13 @@ def test_no_scheme_no_note(tmp_path):
     # kv_cache_scheme null (as Kimi-K3's config.json writes it): nothing to say
     result = _plan(_checkpoint(tmp_path, None))
     assert not any("kv_cache_scheme" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("scheme", [[1, 2], "FP8", 8])
+def test_a_compressed_tensors_scheme_that_is_no_object_is_refused(tmp_path, scheme):
+    # compressed-tensors reads kv_cache_scheme as an object (its num_bits, type, strategy); ModelOpt's inline string
+    # form ("FP8", Qwen3-32B-FP8-Static-PerTensor's config.json) is a quant_algo-style export of another method
+    from kvplan.errors import KvplanError
+
+    with pytest.raises(KvplanError, match=r"quantization_config\.kv_cache_scheme' must be an object"):
+        _plan(_checkpoint(tmp_path, scheme))

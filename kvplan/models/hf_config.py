@@ -696,7 +696,8 @@ def _quantization(q: ConfigFields | None) -> Quantization | None:
     skipped = q.array("modules_to_not_convert") or q.array("ignore") or []
     # a compressed-tensors scheme is an object; ModelOpt's inline exports write a string there (quant_algo's
     # "FP8"), where vLLM 0.33.0 modelopt.py from_config's flat branch reads only an object
-    scheme = q.nested("kv_cache_scheme") if isinstance(q.data.get("kv_cache_scheme"), dict) else None
+    string_scheme = isinstance(q.data.get("kv_cache_scheme"), str) and method != "compressed-tensors"
+    scheme = None if string_scheme else q.nested("kv_cache_scheme")
     if scheme is not None:
         q.accessed.add(scheme.path)  # kept whole by `kvplan models import`: the note quotes it
     return Quantization(method, bits, group if group and group > 0 else None,
