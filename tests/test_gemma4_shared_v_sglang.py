@@ -73,10 +73,11 @@ def _weights(spec: ModelSpec, engine: str, version: str | None) -> int:
 @pytest.mark.parametrize("engine, version, extra", [("sglang", "0.5.23", 220_200_960), ("vllm", "0.33.0", 132_120_576),
                                                     ("trtllm", None, 132_120_576)])
 def test_the_weights_term(engine, version, extra):
-    # bf16, 2 B a parameter; spreading the decoder over 60 layers as whole bytes a layer drops under 60 B
+    # bf16, 2 B a parameter; spreading the decoder over 60 layers as whole bytes a layer rounds each layer's share, so
+    # the difference of two plans may move either way by under 60 B
     spec = shared()
     gained = _weights(spec, engine, version) - _weights(replace(spec, resident=()), engine, version)
-    assert extra - 60 < gained <= extra
+    assert abs(gained - extra) < 60
 
 
 def test_without_attention_k_eq_v_nothing_is_added():

@@ -464,9 +464,11 @@ class Vllm(PoolRules):
         encoder = encoder_of(target, settings)
         if encoder:
             notes.append(encoder.note())
-        from kvplan.engines.vllm.multimodal import unread_kwargs
+        unread: list[str] = []
+        if spec.tower is not None and dep.mm_processor_kwargs:  # multimodal.py stays unimported for a text model
+            from kvplan.engines.vllm.multimodal import unread_kwargs
 
-        unread = unread_kwargs(spec, dep) if spec.tower is not None else []
+            unread = unread_kwargs(spec, dep)
         if unread:
             notes.append(f"{dep.where('mm_processor_kwargs')} {', '.join(unread)}: not read by kvplan's model of "
                          f"{spec.architecture}'s processor; vLLM hands them to it, and where they change the "
