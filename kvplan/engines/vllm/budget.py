@@ -461,28 +461,7 @@ class Vllm(PoolRules):
         moved = _offloaded(target, spec.num_layers // dep.pipeline_parallel_size)
         if moved:
             notes.append(moved.note(dep.gpu_count))
-        encoder = encoder_of(target, settings)
-        if encoder:
-            notes.append(encoder.note())
-        unread: list[str] = []
-        if spec.tower is not None and dep.mm_processor_kwargs:  # multimodal.py stays unimported for a text model
-            from kvplan.engines.vllm.multimodal import unread_kwargs
-
-            unread = unread_kwargs(spec, dep)
-        if unread:
-            notes.append(f"{dep.where('mm_processor_kwargs')} {', '.join(unread)}: not read by kvplan's model of "
-                         f"{spec.architecture}'s processor; vLLM hands them to it, and where they change the "
-                         "profiled item the plan does not follow")
-        replicated = _tower_replicated(target)
-        if replicated is not None and dep.tensor_parallel_size > 1:
-            notes.append(f"--mm-encoder-tp-mode data: the vision tower whole on each rank, "
-                         f"{replicated_tower_bytes(target) / GiB:.2f} GiB more weights (vLLM 0.33.0)" if replicated
-                         else f"--mm-encoder-tp-mode data: {spec.architecture} does not support it; vLLM falls back "
-                         "to 'weights' (the tower split over TP)")
-        if skipped_tower_bytes(target):
-            notes.append(f"tower not loaded (every modality it serves has a limit of 0): "
-                         f"{skipped_tower_bytes(target) / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
-                         "_mark_tower_model)")
+        notes.extend(_multimodal_notes(target, settings))
         if (target.gpu.compute_major == 10 and dep.block_size is None and not common.kernel_block_size(spec)
                 and any(layer.latent_cache for layer in spec.layers)):
             notes.append(f"MLA block size {settings.block_size} on this Blackwell GPU is read from vLLM's source "
@@ -730,3 +709,32 @@ def modelopt_kv_warning(spec: ModelSpec, dep: Deployment, wanted: tuple[int, ...
     source = spec.quantization.source if spec.quantization else ""
     return [f"vLLM warns: Unknown kv_cache_quant_algo '{algo}' in the checkpoint's {source} (supported: "
             f"{', '.join(known)}); it falls back to 'auto': KV cache in the model dtype"]
+
+
+def _multimodal_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
+    """What the plan says of a multimodal model's encoder profile, processor kwargs and towers."""
+    spec, dep = target.spec, target.deployment
+    notes = []
+    encoder = encoder_of(target, settings)
+    if encoder:
+        notes.append(encoder.note())
+    unread: list[str] = []
+    if spec.tower is not None and dep.mm_processor_kwargs:  # multimodal.py stays unimported for a text model
+        from kvplan.engines.vllm.multimodal import unread_kwargs
+
+        unread = unread_kwargs(spec, dep)
+    if unread:
+        notes.append(f"{dep.where('mm_processor_kwargs')} {', '.join(unread)}: not read by kvplan's model of "
+                     f"{spec.architecture}'s processor; vLLM hands them to it, and where they change the "
+                     "profiled item the plan does not follow")
+    replicated = _tower_replicated(target)
+    if replicated is not None and dep.tensor_parallel_size > 1:
+        notes.append(f"--mm-encoder-tp-mode data: the vision tower whole on each rank, "
+                     f"{replicated_tower_bytes(target) / GiB:.2f} GiB more weights (vLLM 0.33.0)" if replicated
+                     else f"--mm-encoder-tp-mode data: {spec.architecture} does not support it; vLLM falls back "
+                     "to 'weights' (the tower split over TP)")
+    if skipped_tower_bytes(target):
+        notes.append(f"tower not loaded (every modality it serves has a limit of 0): "
+                     f"{skipped_tower_bytes(target) / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
+                     "_mark_tower_model)")
+    return notes
