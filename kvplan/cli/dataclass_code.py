@@ -11,8 +11,9 @@ text that is not in the store (a class edited since) is compiled as before and s
 
 The store follows the interpreter's rules for .pyc files: it sits in kvplan's __pycache__ folder (or under
 PYTHONPYCACHEPREFIX), one file per kvplan module, named for the interpreter (cache tag) and optimisation level,
-with importlib's magic number inside; nothing is written where bytecode is not (PYTHONDONTWRITEBYTECODE, a
-read-only install), and an unreadable, foreign or damaged file is ignored. Only texts compiled for kvplan's own
+with importlib's magic number inside; nothing is written under PYTHONDONTWRITEBYTECODE, a write that fails (a
+read-only install) is dropped and the texts are compiled again next run, as without the store, and an unreadable,
+foreign or damaged file is ignored. Only texts compiled for kvplan's own
 modules are stored: the exec of anything else (an API caller's dataclasses in the same process) passes through."""
 
 from __future__ import annotations
