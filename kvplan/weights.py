@@ -181,7 +181,8 @@ def _decoder_bytes(spec: ModelSpec, linear: int, dtype_bytes: int, method: str |
         return mixed_bytes(spec, linear, dtype_bytes)
     if method in MODELOPT_BYTES and quant is not None and quant.source and spec.params.by_layer:
         return modelopt_bytes(spec, linear, dtype_bytes, method), ""
-    float32 = KDA_LOOSE.get(engine or "", KdaLoose()).extra(spec, dtype_bytes)
+    float32 = (KDA_LOOSE.get(engine or "", KdaLoose()).extra(spec, dtype_bytes)
+               + SCORE_BIAS.get(engine or "", ScoreBiasFloat32()).extra(spec, dtype_bytes))
     if method is None:
         return (dense * dtype_bytes + float32, experts * dtype_bytes), ""
     if method in FP8_METHODS or (method == "compressed-tensors" and quant is not None and quant.bits == 8):
@@ -247,6 +248,40 @@ class KdaBfloat16(KdaLoose):
 
 
 KDA_LOOSE: dict[str, KdaLoose] = {"trtllm": KdaBfloat16()}  # every other engine: KdaLoose
+
+
+@dataclass(frozen=True)
+class ScoreBiasFloat32:
+    """How an engine holds the MoE router's e_score_correction_bias (LayerParams.score_bias): vLLM 0.33.0 allocates
+    it in float32 whatever the model dtype (deepseek_v2.py DeepseekV2MoE, glm4_moe.py Glm4MoE, minimax_m2.py
+    MiniMaxM2MoE, nemotron_h.py NemotronHMoE, models/kimi_k3/nvidia/model.py KimiMoE: torch.empty(experts,
+    dtype=torch.float32)); TensorRT-LLM too at its default CUTLASS MoE backend (_torch/models/modeling_deepseekv3.py
+    DeepseekV3Gate: bias_dtype float32, bfloat16 only under moe_backend TRTLLM, which is not modelled). The loader
+    copies the checkpoint's tensor into it. extra: its bytes beyond the model dtype, where the layout weighs the
+    loose parameters at it (the quantized layouts weigh them as before)."""
+
+    def extra(self, spec: ModelSpec, dtype_bytes: int) -> int:
+        held = sum(layer.score_bias for layer in spec.params.by_layer)
+        return held * max(0, self.bytes(spec, dtype_bytes) - dtype_bytes)
+
+    def bytes(self, spec: ModelSpec, dtype_bytes: int) -> int:
+        return FLOAT32_BYTES
+
+
+@dataclass(frozen=True)
+class ScoreBiasByModelFile(ScoreBiasFloat32):
+    """SGLang 0.5.23 sets the bias's dtype in each model file: float32 in deepseek_v2.py MoEGate (off ROCm's aiter;
+    kimi_k3.py builds the same MoEGate), glm4_moe.py, minimax_m2.py, minimax_m3.py and nemotron_h.py; kimi_linear.py
+    KimiMoE writes torch.empty(num_experts) without one, so it takes the default dtype the loader sets to the model's
+    (model_loader/loader.py set_default_torch_dtype): at_model_dtype names those model types."""
+
+    at_model_dtype: frozenset[str] = frozenset({"kimi_linear"})
+
+    def bytes(self, spec: ModelSpec, dtype_bytes: int) -> int:
+        return dtype_bytes if spec.model_type in self.at_model_dtype else FLOAT32_BYTES
+
+
+SCORE_BIAS: dict[str, ScoreBiasFloat32] = {"sglang": ScoreBiasByModelFile()}  # every other engine: ScoreBiasFloat32
 
 
 def _fp8(count: int, group: int) -> int:

@@ -29,20 +29,23 @@ def test_kda_float32_parameters_by_hand():
 def test_kimi_linear_weights_hold_them_at_four_bytes():
     # decoder parameters: the Hub's 49,122,681,728 less the embeddings and the untied lm_head (163,840 x 2,304
     # each) = 48,367,707,008, at bf16 96,735,414,016 B; the float32 ones 2 B more each: + 1,065,600 x 2 =
-    # 2,131,200 B (2.03 MiB). Spread over the 27 layers: 96,737,545,216 // 27 = 3,582,872,045 B a layer.
+    # 2,131,200 B (2.03 MiB); and the routers' e_score_correction_bias, float32 in vLLM 0.33.0 (KimiMoE,
+    # kvplan/weights.py ScoreBiasFloat32): 26 MoE layers (first_k_dense_replace 1) x 256 experts = 6,656, 2 B more
+    # each, 13,312 B. Spread over the 27 layers: 96,737,558,528 // 27 = 3,582,872,538 B a layer.
     spec = resolve(KIMI_LINEAR)
     decoder = 49_122_681_728 - 2 * 163_840 * 2_304
     assert decoder == 48_367_707_008
     layout = weight_layout(spec, 2, None)
-    assert layout.per_layer == (decoder * 2 + 1_065_600 * 2) // 27 == 3_582_872_045
+    assert layout.per_layer == (decoder * 2 + 1_065_600 * 2 + 6_656 * 2) // 27 == 3_582_872_538
     assert layout.embeddings == layout.lm_head == 163_840 * 2_304 * 2
     # served in float32 (--dtype float32) they are held as every other weight: nothing more
     assert weight_layout(spec, 4, None).per_layer == decoder * 4 // 27
 
 
 def test_layers_without_float32_parameters_weigh_as_before():
-    # the same spec with no float32 parameters (a made-up contrast): 96,735,414,016 // 27 = 3,582,793,111 B a layer
+    # the same spec with no float32 parameters nor score bias (a made-up contrast): 96,735,414,016 // 27 =
+    # 3,582,793,111 B a layer
     spec = resolve(KIMI_LINEAR)
-    plain = replace(spec, params=replace(spec.params, by_layer=tuple(replace(layer, float32=0)
+    plain = replace(spec, params=replace(spec.params, by_layer=tuple(replace(layer, float32=0, score_bias=0)
                                                                       for layer in spec.params.by_layer)))
     assert weight_layout(plain, 2, None).per_layer == 96_735_414_016 // 27 == 3_582_793_111

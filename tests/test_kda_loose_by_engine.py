@@ -6,7 +6,10 @@ modeling_kimi_linear.py's KimiLinearDecoderLayer builds does the same), so Tenso
 
 By hand (tests/test_kda_float32_params.py): 20 KDA layers x 53,280 = 1,065,600 such parameters; the decoder's
 48,367,707,008 parameters at bf16 are 96,735,414,016 B over 27 layers, 3,582,793,111 B a layer; vLLM and SGLang add
-1,065,600 x 2 B: 3,582,872,045 B a layer. Under --dtype float32 TensorRT-LLM still holds them at 2 B:
+1,065,600 x 2 B: 3,582,872,045 B a layer. The routers' e_score_correction_bias (26 MoE layers x 256 = 6,656)
+vLLM and TensorRT-LLM (its default CUTLASS MoE backend) hold in float32, 13,312 B more: vLLM 3,582,872,538 and
+TensorRT-LLM 3,582,793,604 B a layer; SGLang 0.5.23 kimi_linear.py at the model dtype (kvplan/weights.py
+ScoreBiasByModelFile): 3,582,872,045. Under --dtype float32 TensorRT-LLM still holds them at 2 B:
 (48,367,707,008 x 4 - 1,065,600 x 2) // 27 = 193,468,696,832 // 27 = 7,165,507,290 B a layer."""
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ DECODER = 48_367_707_008
 def test_the_layer_bytes_by_hand():
     assert DECODER * 2 // 27 == 3_582_793_111
     assert (DECODER * 2 + 1_065_600 * 2) // 27 == 3_582_872_045
+    assert (DECODER * 2 + 1_065_600 * 2 + 6_656 * 2) // 27 == 3_582_872_538
+    assert (DECODER * 2 + 6_656 * 2) // 27 == 3_582_793_604
     assert (DECODER * 4 - 1_065_600 * 2) // 27 == 7_165_507_290
 
 
-@pytest.mark.parametrize("engine, per_layer", [("vllm", 3_582_872_045), ("sglang", 3_582_872_045),
-                                               ("trtllm", 3_582_793_111), (None, 3_582_872_045)])
+@pytest.mark.parametrize("engine, per_layer", [("vllm", 3_582_872_538), ("sglang", 3_582_872_045),
+                                               ("trtllm", 3_582_793_604), (None, 3_582_872_538)])
 def test_bf16_kda_parameters_by_engine(engine, per_layer):
     assert weight_layout(resolve(KIMI_LINEAR), 2, None, engine=engine).per_layer == per_layer
 
@@ -56,4 +61,4 @@ def test_a_trtllm_plan_weighs_them_as_the_checkpoint():
         return plan_deployment(model, dep, GpuChoice.of(gpu, 1)).memory.weights_bytes
 
     assert weights(spec, "trtllm") == weights(plain, "trtllm")
-    assert weights(spec, "vllm") - weights(plain, "vllm") == 3_582_872_045 * 27 - 3_582_793_111 * 27
+    assert weights(spec, "vllm") - weights(plain, "vllm") == 3_582_872_538 * 27 - 3_582_793_604 * 27

@@ -86,7 +86,9 @@ FAMILIES: dict[str, Family] = {
     # DeepSeek-V3 / R1 / V3.1 (vLLM 0.33.0 deepseek_v2.py): 671,026,419,200, which with the FP8 block scales and the
     # checkpoint's MTP layer (its own embed_tokens and shared_head.head copies) is the Hub's 684,531,386,000
     # (tests/test_frontier_totals_round3.py). Not marked exact: Kimi-K2.x text models (their NVFP4 configs name
-    # deepseek_v3) leave 3,416 = 61 x 56 of Kimi-K2-Instruct's Hub 1,026,470,731,056 unexplained beside the scales
+    # deepseek_v3) leave 3,416 = 61 x 56 of Kimi-K2-Instruct's Hub 1,026,470,731,056 unexplained beside the scales;
+    # its index's total_size (1,029,173,256,720 B) puts them at BF16, 6,832 B (tests/test_frontier_totals_round4.py),
+    # which no vLLM 0.33.0 deepseek_v2.py module of the config's sizes accounts for
     "deepseek_v3": Family(),
     # DeepSeek-V4-Flash: 284,334,567,511, the parameters llama.cpp reports for unsloth/DeepSeek-V4-Flash-GGUF
     # (its /v1/models n_params, in erstmalreden/deepseek-v4-flash-ryzen-ai-max-395-experiment README.md), and the

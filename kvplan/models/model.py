@@ -75,6 +75,7 @@ class LayerParams:
     experts: int
     loose: int
     float32: int = 0  # of loose, the parameters the engines hold in float32 whatever the model dtype
+    score_bias: int = 0  # of loose, the router's e_score_correction_bias (weights.SCORE_BIAS: its dtype by engine)
 
 
 @dataclass(eq=False)

@@ -53,7 +53,8 @@ def count(lm: ConfigFields, top: ConfigFields, decoder_shape: Decoder) -> ParamC
             continue
         mlp, expert_part, mlp_loose = _mlp(lm, family, hidden, intermediate, moe, index)
         by_layer.append(LayerParams(mixer - mixer_loose, mlp - expert_part - mlp_loose, expert_part,
-                                    mixer_loose + mlp_loose + norms_per_layer * norm, float32))
+                                    mixer_loose + mlp_loose + norms_per_layer * norm, float32,
+                                    _score_bias(lm, family, moe, index)))
     decoder = sum(p.mixer + p.mlp + p.experts + p.loose for p in by_layer)
     experts = sum(p.experts for p in by_layer)
 
@@ -82,13 +83,27 @@ def _mtp_module(lm: ConfigFields, hidden: int, by_layer: list[LayerParams]) -> i
     num_nextn_predict_layers 1): one decoder layer per mtp_hybrid_override_pattern character, each as the main
     model's layer of that kind; the first with the start projections (enorm and hnorm of hidden, eh_proj 2 x hidden
     -> hidden without bias), the last with final_layernorm; embed_tokens and lm_head are the target's. 0 without
-    mtp_hybrid_override_pattern (or a kind the main pattern does not hold)."""
-    pattern = lm.text("mtp_hybrid_override_pattern") or ""
-    main = lm.text("hybrid_override_pattern") or ""
+    mtp_hybrid_override_pattern (or a kind the main pattern does not hold). Nemotron-3 Ultra's config writes the
+    list forms, mtp_layers_block_type and layers_block_type, which its NemotronHConfig (configuration_nemotron_h.py
+    _list_to_pattern) turns into those patterns, mamba M, moe E, attention *, mlp -."""
+    pattern = lm.text("mtp_hybrid_override_pattern") or _block_pattern(lm, "mtp_layers_block_type")
+    main = lm.text("hybrid_override_pattern") or _block_pattern(lm, "layers_block_type")
     if not pattern or len(main) != len(by_layer) or any(kind not in main for kind in pattern):
         return 0
     layers = sum(_layer_total(by_layer[main.index(kind)]) for kind in pattern)
     return layers + 2 * hidden + 2 * hidden * hidden + hidden
+
+
+BLOCK_PATTERN = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}
+
+
+def _block_pattern(lm: ConfigFields, key: str) -> str:
+    """A Nemotron-H block list as its pattern string ("" where the key is absent, not a list, or names a block
+    type outside BLOCK_PATTERN)."""
+    words = lm.data.get(key)
+    if not isinstance(words, list) or not all(isinstance(word, str) and word in BLOCK_PATTERN for word in words):
+        return ""
+    return "".join(BLOCK_PATTERN[word] for word in words)
 
 
 def _layer_total(layer: LayerParams) -> int:
@@ -474,11 +489,22 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
         table = lm.integer("vocab_size") * moe.experts_per_token
         router += table
         loose += table
-    elif lm.text("topk_method") == "noaux_tc" or family.expert_score_bias or lm.flag("use_routing_bias", False):
+    else:
         # e_score_correction_bias; vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE builds it where use_routing_bias
-        router += moe.num_experts
-        loose += moe.num_experts
+        router += _score_bias(lm, family, moe, index)
+        loose += _score_bias(lm, family, moe, index)
     return experts + router + shared, experts, loose
+
+
+def _score_bias(lm: ConfigFields, family: Family, moe: MoE | None, index: int) -> int:
+    """The router's e_score_correction_bias of an MoE layer (one per routed expert; 0 for a dense layer, a
+    DeepSeek-V4 hash-routed layer, or a router without one): where topk_method is noaux_tc (vLLM 0.33.0
+    deepseek_v2.py DeepseekV2MoE), use_routing_bias (minimax_m2.py MiniMaxM2MoE) or the family always builds it."""
+    if moe is None or not _has_experts(lm, moe, index) or index < (lm.optional_int("num_hash_layers", minimum=0) or 0):
+        return 0
+    if lm.text("topk_method") == "noaux_tc" or family.expert_score_bias or lm.flag("use_routing_bias", False):
+        return moe.num_experts
+    return 0
 
 
 def _has_experts(lm: ConfigFields, moe: MoE, index: int) -> bool:
