@@ -256,7 +256,8 @@ class ScoreBiasFloat32:
     it in float32 whatever the model dtype (deepseek_v2.py DeepseekV2MoE, glm4_moe.py Glm4MoE, minimax_m2.py
     MiniMaxM2MoE, nemotron_h.py NemotronHMoE, models/kimi_k3/nvidia/model.py KimiMoE: torch.empty(experts,
     dtype=torch.float32)); TensorRT-LLM too at its default CUTLASS MoE backend (_torch/models/modeling_deepseekv3.py
-    DeepseekV3Gate: bias_dtype float32, bfloat16 only under moe_backend TRTLLM, which is not modelled). The loader
+    DeepseekV3Gate, which modeling_nemotron_h.py NemotronHMOE builds as well: bias_dtype float32, bfloat16 only under
+    moe_backend TRTLLM, which is not modelled). The loader
     copies the checkpoint's tensor into it. extra: its bytes beyond the model dtype, where the layout weighs the
     loose parameters at it (the quantized layouts weigh them as before)."""
 

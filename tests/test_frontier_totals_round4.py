@@ -121,3 +121,15 @@ def test_kimi_k2_instruct_residual_is_bf16():
     scales = scales_all
     assert resolve("moonshotai/Kimi-K2-Instruct").params.total + scales + 3_416 == 1_026_470_731_056
     assert 1_029_173_256_720 - (fp8 + 2 * bf16 + 4 * biases + 4 * scales) == 6_832 == 2 * 3_416
+
+
+def test_nano_bf16_weights_meet_its_index_total_size():
+    # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's model.safetensors.index.json: total_size 63,155,886,464 B
+    # (tests/test_frontier_totals_round3.py's sources), its 2,944 gate.e_score_correction_bias F32: kvplan's
+    # 31,577,940,288 parameters at 2 B with those 2,944 at 4 B are that total exactly
+    spec = resolve("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert spec.params.total == 31_577_940_288
+    assert (31_577_940_288 - 2_944) * 2 + 2_944 * 4 == 63_155_886_464
+    layout = weight_layout(spec, 2, None, engine="vllm")
+    held = layout.embeddings + layout.lm_head + layout.per_layer * 52  # the final norm spread over the layers
+    assert 0 <= 63_155_886_464 - held < 52, held  # each layer's whole-byte share

@@ -123,12 +123,14 @@ def test_mamba_states_for_max_batch_size_come_out_of_the_pool():
     # _estimate_mamba_hybrid_cache_cost, read_file id 68572734154): intercept = (max_batch_size x pp + 1 dummy
     # slot) x the states per rank. One request's states: 23 Mamba-2 layers x (conv 3 x (4,096 + 2 x 8 x 128) x 2 B
     # = 36,864 + SSM 64 heads x 64 x 128 x 4 B (mamba_ssm_cache_dtype float32) = 2,097,152) = 49,082,368 B.
-    # max_batch_size 64: 65 x 49,082,368 = 3,190,353,920. Free 85,018,877,624 - 63,155,880,560 (weights)
-    # - 882,900,992 (profiling) - 50,331,648 (the 64-request graph) - 654,982,512 = 20,274,781,912 x 0.9f
-    # = 18,247,303,237; (18,247,303,237 - 3,190,353,920) // 6,144 B a token (6 attention layers x 2 x 2 x 128 x 2)
-    # = 2,450,675 tokens -> 76,583 whole blocks = 2,450,656 tokens.
+    # max_batch_size 64: 65 x 49,082,368 = 3,190,353,920. Free 85,018,877,624 - 63,155,886,436 (weights: the
+    # 2,944 score biases in float32, DeepseekV3Gate's CUTLASS default, kvplan/weights.py ScoreBiasFloat32; the
+    # index's total_size 63,155,886,464 less each layer's whole-byte rounding) - 882,900,992 (profiling)
+    # - 50,331,648 (the 64-request graph) - 654,982,512 = 20,274,776,036 x 0.9f = 18,247,297,949;
+    # (18,247,297,949 - 3,190,353,920) // 6,144 B a token (6 attention layers x 2 x 2 x 128 x 2)
+    # = 2,450,674 tokens -> 76,583 whole blocks = 2,450,656 tokens.
     plan = estimate(str(NANO_BF16), gpu="h100", engine="trtllm", max_model_len=32768, max_num_seqs=64)
-    assert plan.memory.weights_bytes == 63_155_880_560 and plan.layout.bytes_per_token == 6_144
+    assert plan.memory.weights_bytes == 63_155_886_436 and plan.layout.bytes_per_token == 6_144
     assert plan.capacity.num_blocks == 76_583 and plan.capacity.tokens == 2_450_656
     assert any("max_batch_size 64 x pp 1 + 1 requests, 2.97 GiB per rank" in note for note in plan.notes)
     # The default max_batch_size 2,048: 2,049 x 49,082,368 = 100,569,772,032 B (93.66 GiB), more than the whole
