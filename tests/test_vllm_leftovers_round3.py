@@ -93,7 +93,10 @@ def test_a_scheme_the_release_accepts_is_planned_as_served(tmp_path, scheme, ver
     ({"num_bits": 4, "type": "int"}, "0.19.0", "num_bits 4, type int"),  # `and`: both differ
     ({"strategy": "attn_head"}, "0.14.1", "strategy attn_head (it takes tensor)"),
     ({"strategy": "channel"}, "0.33.0", "strategy channel (it takes tensor or attn_head)"),
-    ({"symmetric": False}, "0.33.0", "symmetric False"),
+    ({"symmetric": False}, "0.33.0", "symmetric false"),
+    # the release compares num_bits != 8: the string "8" is refused, and said quoted as config.json has it
+    ({"num_bits": "8"}, "0.33.0", 'num_bits "8", type float (it takes num_bits 8, type float)'),
+    ({"strategy": None}, "0.33.0", "strategy null (it takes tensor or attn_head)"),
 ])
 def test_a_scheme_the_release_refuses_is_refused_in_one_line(tmp_path, scheme, version, why):
     with pytest.raises(KvplanError) as error:

@@ -54,12 +54,18 @@ class Validator:
         type_, bits = scheme.get("type"), scheme.get("num_bits")
         off = (type_ != "float", bits != 8)
         if any(off) if self.either else all(off):
-            return f"num_bits {bits}, type {type_} (it takes num_bits 8, type float)"
+            return f"num_bits {json.dumps(bits)}, type {_shown(type_)} (it takes num_bits 8, type float)"
         if scheme.get("strategy") not in self.strategies:
-            return f"strategy {scheme.get('strategy')} (it takes {' or '.join(self.strategies)})"
+            return f"strategy {_shown(scheme.get('strategy'))} (it takes {' or '.join(self.strategies)})"
         if not scheme.get("symmetric"):
-            return f"symmetric {scheme.get('symmetric')} (it takes symmetric scales only)"
+            return f"symmetric {_shown(scheme.get('symmetric'))} (it takes symmetric scales only)"
         return None
+
+
+def _shown(value: Any) -> str:
+    """A scheme's value as config.json writes it: a name bare, anything else as JSON (null, false, 5), so that
+    num_bits "8" (a string, which != 8) does not read as the 8 it is refused for."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 # (first release, validator): 0.10.0-0.14.1 `and`, strategy "tensor"; 0.15.0 adds "attn_head" (a string compare,
