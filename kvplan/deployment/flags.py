@@ -206,6 +206,9 @@ def catalogued(parse: Parse, flag: Flag, version: tuple[int, ...] | None) -> boo
     if name in catalogue.renamed:
         new, when, refused, arity = catalogue.renamed[name]
         if refused and not still_there(when, version):
+            typed = flag.typed.replace("_", "-").lower()
+            if typed != name:  # a prefix of a flag this release no longer has: argparse matches nothing
+                unknown(Flag(typed, flag.subkey, flag.inline, flag.here, flag.typed, flag.long), parse.engine, True)
             raise KvplanError(f"this flag is gone from current {parse.dialect.label} ({when}); today: {new}",
                               flag.here)
         notes.append(f"--{name} is deprecated or gone ({when}); today: {new}")

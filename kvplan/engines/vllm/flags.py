@@ -563,7 +563,7 @@ RENAMED: dict[str, tuple[str, str, bool, str]] = {
     ),
     "enable-multimodal-encoder-data-parallel": (
         "--mm-encoder-tp-mode data",
-        "renamed v0.10.2 (PR #23190); the old name stayed as a deprecated alias until v0.12.0, unrecognized from v0.13.0",
+        "renamed v0.10.2 (PR #23190); a deprecated alias last in v0.12.0, unrecognized from v0.13.0",
         True, "bool",
     ),
     "override-pooler-config": (
