@@ -36,3 +36,17 @@ def test_sglangs_enable_multimodal_is_an_unknown_vllm_flag_today():
     assert "unknown vLLM flag" in str(error.value) and "(it is SGLang's: add --engine sglang)" in str(error.value)
     assert "gone" not in str(error.value)
     assert error.value.where == "--enable-multimodal"
+
+
+# --enable-bf16x3-router-gemm by the wheels' arg_utils.py: absent in 0.25.0, added in 0.26.0 (0.27.0 has it too),
+# absent in 0.33.0; its catalogue entry says last in 0.29. Before this it was refused at every release, 0.26 too.
+@pytest.mark.parametrize(("version", "taken"), [("0.25.0", False), ("0.26.0", True), ("0.27.0", True),
+                                                ("0.29.0", True), ("0.30.0", False), ("0.33.0", False)])
+def test_a_flag_of_a_range_of_releases(version, taken):
+    command = ["vllm", "serve", "m", "--enable-bf16x3-router-gemm"]
+    if taken:
+        notes = parse_command(command, version=version).notes
+        assert any(note.startswith("--enable-bf16x3-router-gemm is deprecated or gone") for note in notes)
+    else:
+        with pytest.raises(KvplanError, match="this flag is gone from current vLLM"):
+            parse_command(command, version=version)

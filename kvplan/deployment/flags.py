@@ -333,7 +333,11 @@ def negated_bool(name: str, flags: dict[str, Any]) -> bool:
 def still_there(when: str, version: tuple[int, ...] | None) -> bool:
     """A flag the catalogue marks removed is still accepted by an older engine version: one up to the release it
     was last in (`last in v0.17.1`, by major and minor), or one before the release it is gone by (`gone by
-    0.5.20`, to the patch: SGLang removes flags in patch releases)."""
+    0.5.20`, to the patch: SGLang removes flags in patch releases), and not before the release it was `added` in
+    (by major and minor)."""
+    added = re.search(r"added v(\d+)\.(\d+)", when)
+    if version and added and version[:2] < (int(added.group(1)), int(added.group(2))):
+        return False
     last = re.search(r"last in v(\d+)\.(\d+)", when)
     if version and last:
         return version[:2] <= (int(last.group(1)), int(last.group(2)))

@@ -773,17 +773,17 @@ RENAMED: dict[str, tuple[str, str, bool, str]] = {
     ),
     "use-gpu-for-pooling-score": (
         "nothing",
-        "only in v0.17.x, unrecognized from v0.18.0",
+        "added v0.17.0, last in v0.17, unrecognized from v0.18.0",
         True, "bool+no",
     ),
     "enable-bf16x3-router-gemm": (
         "nothing",
-        "v0.26.0-v0.29.0 only, unrecognized from v0.30.0",
+        "added v0.26.0, last in v0.29, unrecognized from v0.30.0",
         True, "bool+no",
     ),
     "enable-mamba-fine-grained-prefix-cache": (
         "nothing",
-        "v0.30.0 only, unrecognized from v0.31.0",
+        "added v0.30.0, last in v0.30, unrecognized from v0.31.0",
         True, "bool+no",
     ),
 }
