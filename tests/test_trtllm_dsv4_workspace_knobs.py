@@ -101,3 +101,15 @@ def test_chunked_prefill_elsewhere_stays_a_note():
     # only DeepSeek-V4's workspace reserve reads it; for other models its activation bound is not modelled
     plan = kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", enable_chunked_prefill=True).to_dict()
     assert any("enable_chunked_prefill is accepted but not modelled here" in n for n in plan["notes"])
+
+
+def test_the_cap_elsewhere_is_named_as_not_read():
+    # only DeepSeek-V4's workspace reserve reads it: given for another model it is said to be unread, not dropped
+    plan = kvplan.estimate("Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm", fp8_context_mla_kv_len_cap=65_536).to_dict()
+    assert any("fp8_context_mla_kv_len_cap is not read here" in n for n in plan["notes"])
+    assert not any("fp8_context_mla_kv_len_cap" in n for n in kvplan.estimate(
+        "Qwen/Qwen2.5-7B", gpu="h100", engine="trtllm").to_dict()["notes"])
+    # DeepSeek-V4 reads it: no such note
+    assert not any("is not read here" in n for n in kvplan.estimate(
+        str(FLASH), gpu="h200", tensor_parallel_size=8, engine="trtllm", kv_cache_dtype="fp8", max_model_len=32_768,
+        fp8_context_mla_kv_len_cap=65_536).to_dict()["notes"])

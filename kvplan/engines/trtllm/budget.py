@@ -531,6 +531,10 @@ class TensorRtLlm(PoolRules):
             # read for DeepSeek-V4's context-MLA workspace alone (deepseek_v4.no_workspace_cap)
             notes.append(f"{dep.where('enable_chunked_prefill')} is accepted but not modelled here (chunked "
                          "context: prefill activations bounded by max_num_tokens)")
+        if dep.fp8_context_mla_kv_len_cap is not None and not deepseek_v4.applies(target.spec.layers):
+            # read for DeepSeek-V4's context-MLA workspace alone (deepseek_v4.workspace_kv_len_cap)
+            notes.append(f"{dep.where('fp8_context_mla_kv_len_cap')} is not read here: kvplan models the FP8 "
+                         "context-MLA workspace reserve it caps for DeepSeek-V4 alone")
         cap_note = rules.memory_cap_note(dep)
         if cap_note and target.gpu.memory_bytes and not deepseek_v4.applies(target.spec.layers):
             notes.append(cap_note)
