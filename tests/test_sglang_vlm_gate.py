@@ -105,6 +105,8 @@ def test_mimo_v2_needs_both_vision_and_audio_from_0_5_12():
     assert text_only_reason("MiMoV2ForCausalLM", tower, (0, 5, 12)) is not None
     assert text_only_reason("MiMoV2ForCausalLM", tower, (0, 5, 11)) is None
     assert text_only_reason("MiMoV2ForCausalLM", replace(tower, has_audio=True), (0, 5, 23)) is None
+    # an audio tower without vision_config is served text-only too: 0.5.23 model_config.py asks for both
+    assert text_only_reason("MiMoV2ForCausalLM", replace(tower, has_audio=True, has_vision=False), (0, 5, 23))
 
 
 def test_unknown_gpu_memory_fraction_by_release(monkeypatch):

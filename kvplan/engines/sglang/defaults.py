@@ -254,7 +254,8 @@ def not_multimodal_reason(architecture: str, tower: VisionTower, release: tuple[
         off_from = MULTIMODAL_OFF_BY_DEFAULT.get(architecture)
         if off_from is not None and release >= off_from:
             return f"{architecture} is served text-only unless --enable-multimodal is given (model_config.py)"
-        if architecture in MIMO_V2_ARCHS and release >= MIMO_V2_TEXT_ONLY_FROM and not tower.has_audio:
+        if (architecture in MIMO_V2_ARCHS and release >= MIMO_V2_TEXT_ONLY_FROM
+                and not (tower.has_vision and tower.has_audio)):
             return (f"{architecture} without both vision_config and audio_config is served text-only "
                     "(model_config.py)")
     if tower.language_model_only and release >= CONFIG_LANGUAGE_MODEL_ONLY_FROM:
