@@ -61,7 +61,7 @@ def test_kimi_vision_tower_named_vt_is_read(name):
     # MLA latent kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values x 2 B x 61 layers
     assert model.kv_bytes_per_token(2) == 61 * 576 * 2 == 70272
     assert model.params.vision > 27 * 2 * 1152 * 4304  # at least the tower's MLPs
-    # the tower is counted module by module (tests/test_frontier_totals_round3.py); the kimi_k2 text model is not
+    # the tower is counted module by module (tests/test_frontier_hub_totals.py); the kimi_k2 text model is not
     # checked against a published total, and said so
     assert not model.params.exact
 

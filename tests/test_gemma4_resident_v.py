@@ -118,7 +118,7 @@ def test_gemma4_26b_a4b():
 def test_y13_names_the_v_slot_and_its_weights_term():
     # Y13 (vLLM 0.23.0, gemma-4-31b-it, RTX PRO 6000): "Model loading took 58.99 GiB". kvplan's weights term:
     # the bfloat16 checkpoint, 2 B x 31,273,088,816 parameters (kvplan's count: the Hub's 31,273,086,512 for the
-    # model's re-uploads plus the tower's std_bias / std_scale, tests/test_frontier_totals_round3.py) spread over the
+    # model's re-uploads plus the tower's std_bias / std_scale, tests/test_frontier_hub_totals.py) spread over the
     # layers as whole bytes a layer, plus the V slot's 220,200,960 B and the RoPE cos/sin cache of
     # 2 x 262,144 x 512 x 2 B = 536,870,912 B (rope_cache_bytes): 2 x 31,273,088,816 + 220,200,960 + 536,870,912 =
     # 63,303,249,504, less 52 B of the spread: 63,303,249,452 B = 58.96 GiB, 0.03 GiB under the log (58.75 GiB

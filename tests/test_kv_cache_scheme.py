@@ -78,7 +78,8 @@ def test_an_explicit_dtype_wins_from_0_22_and_is_noted_before(tmp_path):
 
 
 def test_a_scheme_vllm_refuses_is_refused(tmp_path):
-    # 0.33.0 validate_kv_cache_scheme: type != "float" or num_bits != 8 raises (tests/test_vllm_leftovers_round3.py)
+    # 0.33.0 validate_kv_cache_scheme: type != "float" or num_bits != 8 raises
+    # (tests/test_vllm_triton_buffer_and_kv_scheme.py)
     with pytest.raises(KvplanError, match="vLLM 0.33.0 refuses quantization_config.kv_cache_scheme at start-up"):
         _plan(_checkpoint(tmp_path, {**SCHEME, "type": "int"}))
 

@@ -54,16 +54,16 @@ FAMILIES: dict[str, Family] = {
     # Qwen3.5 / Qwen3.6 (vLLM 0.33.0 qwen3_5.py; its loader maps "mtp." to None): the main model with the
     # Qwen3-VL tower, and with the checkpoint's MTP layer (qwen3_5_mtp.py: fc 2 x hidden -> hidden, pre_fc_norm_hidden,
     # pre_fc_norm_embedding, one full-attention decoder layer, norm) the Hub's totals, e.g. Qwen3.5-27B's
-    # 27,781,427,952 (tests/test_frontier_totals_round3.py)
+    # 27,781,427,952 (tests/test_frontier_hub_totals.py)
     "qwen3_5_text": Family(qk_norm=True, exact=True),
     "qwen3_vl_text": Family(qk_norm=True, exact=True),  # Qwen3-VL-8B's text model: Qwen3-8B's 8,190,735,360
     # Qwen3-VL-235B-A22B (vLLM 0.33.0 qwen3_vl_moe.py: Qwen3MoeLLMModel, q_norm / k_norm of head_dim): with its
-    # Qwen3-VL tower the Hub's 235,670,022,896 (tests/test_frontier_totals_round3.py)
+    # Qwen3-VL tower the Hub's 235,670,022,896 (tests/test_frontier_hub_totals.py)
     "qwen3_vl_moe_text": Family(qk_norm=True, exact=True),
     "qwen3_5_moe_text": Family(qk_norm=True, exact=True),
     # vLLM nemotron_h.py: ReLU^2 MLPs and experts (up and down projections only), one norm per layer, a router
     # score bias in every NemotronHMoE. The SSM state's dtype where the config names none is each engine's rule.
-    # Nemotron-3 Nano's and Super's Hub totals follow by hand (tests/test_frontier_totals_round3.py: the MTP layers
+    # Nemotron-3 Nano's and Super's Hub totals follow by hand (tests/test_frontier_hub_totals.py: the MTP layers
     # vLLM loads only as the draft added, the score biases the index leaves out taken off); not marked exact while
     # the Hub's 96,099,893,248 for Nemotron-H-56B-Base-8K (llmfit hf_models.json @5bdc9df9) stays unexplained
     "nemotron_h": Family(gated_mlp=False, norms_per_layer=1, expert_score_bias=True, rotary=False),
@@ -76,7 +76,7 @@ FAMILIES: dict[str, Family] = {
     # q_norm and k_norm of the layer's head_dim (v_norm has no weight); the MoE block's three more norms and
     # Gemma4Router's scale and per_expert_scale are params._mlp's. The 26B-A4B and 31B counts less the vision
     # tower's std_bias / std_scale are the Hub's totals of their text-and-vision re-uploads
-    # (tests/test_frontier_totals_round3.py); per-layer input embeddings (hidden_size_per_layer_input, the E2B /
+    # (tests/test_frontier_hub_totals.py); per-layer input embeddings (hidden_size_per_layer_input, the E2B /
     # E4B models) are not counted (params._uncounted)
     "gemma4_text": Family(norms_per_layer=4, qk_norm=True, exact=True),
     "phi3": Family(exact=True),
@@ -85,9 +85,9 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": Family(exact=True),
     # DeepSeek-V3 / R1 / V3.1 (vLLM 0.33.0 deepseek_v2.py): 671,026,419,200, which with the FP8 block scales and the
     # checkpoint's MTP layer (its own embed_tokens and shared_head.head copies) is the Hub's 684,531,386,000
-    # (tests/test_frontier_totals_round3.py). Not marked exact: Kimi-K2.x text models (their NVFP4 configs name
+    # (tests/test_frontier_hub_totals.py). Not marked exact: Kimi-K2.x text models (their NVFP4 configs name
     # deepseek_v3) leave 3,416 = 61 x 56 of Kimi-K2-Instruct's Hub 1,026,470,731,056 unexplained beside the scales;
-    # its index's total_size (1,029,173,256,720 B) puts them at BF16, 6,832 B (tests/test_frontier_totals_round4.py),
+    # its index's total_size (1,029,173,256,720 B) puts them at BF16, 6,832 B (tests/test_moe_score_bias_and_mtp_totals.py),
     # which no vLLM 0.33.0 deepseek_v2.py module of the config's sizes accounts for
     "deepseek_v3": Family(),
     # DeepSeek-V4-Flash: 284,334,567,511, the parameters llama.cpp reports for unsloth/DeepSeek-V4-Flash-GGUF
@@ -104,7 +104,7 @@ FAMILIES: dict[str, Family] = {
     # zai-org/GLM-5.2@b4734de4 (753,329,940,480 less the MTP layer's 9,952,920,576; joshuahickscorp/hawking
     # workspace/campaign/evidence/models/glm52/GLM52_LOGICAL_WEIGHT_LEDGER.json, read shard header by header).
     # GLM-5 and GLM-5.1: 743,911,218,432 by hand, and with the checkpoint's MTP layer (9,952,920,576, which vLLM
-    # 0.33.0 loads only as the deepseek_mtp draft) the Hub's 753,864,139,008 (tests/test_frontier_totals_round3.py)
+    # 0.33.0 loads only as the deepseek_mtp draft) the Hub's 753,864,139,008 (tests/test_frontier_hub_totals.py)
     "glm_moe_dsa": Family(exact=True),
     # Kimi-K3's text model (vLLM kimi_linear): 2,779,484,476,000 by hand (tests/test_kimi_k3_kda.py); with its
     # tower, the Hub's moonshotai/Kimi-K3 total of 2,779,931,837,184 less the 69 x 32 A_log values the checkpoint
@@ -119,7 +119,7 @@ FAMILIES: dict[str, Family] = {
     # head (MiniMaxText01RMSNormTP of head_dim x heads and head_dim x KV heads), the count qk_norm_per_head gives;
     # the router's score bias is read from use_routing_bias (params._mlp). The Hub's 228,703,644,928 for
     # MiniMaxAI/MiniMax-M2.5 and M2.7 is this count plus the FP8 128 x 128 block scales, by hand in
-    # tests/test_frontier_totals_round3.py; vLLM builds no MTP module for MiniMaxM2ForCausalLM and the Hub
+    # tests/test_frontier_hub_totals.py; vLLM builds no MTP module for MiniMaxM2ForCausalLM and the Hub
     # total holds none
     "minimax_m2": Family(qk_norm_per_head=True, exact=True),
     # vLLM 0.33.0 models/minimax_m3/nvidia/model.py: q_norm and k_norm of head_dim in every attention layer, and

@@ -4,7 +4,7 @@ Qwen2-Audio's audio tower match a published count to the parameter; Gemma 4's vi
 model card's ~550M and ~300M and brought the gemma-4-31b-it weights to 0.24 GiB under its vLLM log
 (hybrid_calibration.yaml Y13, 'Model loading took 58.99 GiB'; 0.53 GiB before); with the V slot vLLM fills from K
 (models/resident.py) the weights term is 63,301,887,572 B = 58.95 GiB, 0.04 GiB under (63,303,249,452 B, still
-58.96 GiB, with the text model's norms, q / k norms and MoE router scales counted: params.py, round 3)."""
+58.96 GiB, with the text model's norms, q / k norms and MoE router scales counted in params.py)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def moonvit_3d(vision: ConfigFields, text_hidden: int) -> int:
     projector by mm_projector_type (MOONVIT_PROJECTORS), merged = hidden x merge_kernel_size. Where the config names
     no norm_type, attn_bias, linear_bias or patch_embed_proj_bias (Kimi-K2.5's), MoonViT3dPretrainedModel's defaults:
     layernorm, biases on. Kimi-K2.5: 678,528 + 4,718,592 + 27 x 15,239,504 + 2,304 + 54,277,888 = 471,143,920
-    (tests/test_frontier_totals_round3.py). Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976; with the text model's
+    (tests/test_frontier_hub_totals.py). Kimi-K3: 401,214,464 + 46,144,512 = 447,358,976; with the text model's
     2,779,484,476,000 that is the Hub's total for moonshotai/Kimi-K3 (2,779,931,837,184) but for the 2,208 A_log
     values its checkpoint pads (69 KDA layers x 32) and vLLM does not build."""
     hidden, inner = vision.integer("vt_hidden_size"), vision.integer("vt_intermediate_size")

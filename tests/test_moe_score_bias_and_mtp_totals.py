@@ -125,7 +125,7 @@ def test_kimi_k2_instruct_residual_is_bf16():
 
 def test_nano_bf16_weights_meet_its_index_total_size():
     # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's model.safetensors.index.json: total_size 63,155,886,464 B
-    # (tests/test_frontier_totals_round3.py's sources), its 2,944 gate.e_score_correction_bias F32: kvplan's
+    # (tests/test_frontier_hub_totals.py's sources), its 2,944 gate.e_score_correction_bias F32: kvplan's
     # 31,577,940,288 parameters at 2 B with those 2,944 at 4 B are that total exactly
     spec = resolve("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
     assert spec.params.total == 31_577_940_288

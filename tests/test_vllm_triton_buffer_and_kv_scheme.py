@@ -1,4 +1,4 @@
-"""vLLM leftovers (round 3): Model Runner V2's Triton top-k / top-p buffer at 0.33, each release's
+"""vLLM: Model Runner V2's Triton top-k / top-p buffer at 0.33, each release's
 compressed-tensors kv_cache_scheme validator, and an inline ModelOpt kv_cache_scheme that names no KV format.
 
 1. 0.33.0 v1/worker/gpu/sample/sampler.py _sample_random: off FlashInfer, apply_top_k_top_p (v1/sample/ops/
