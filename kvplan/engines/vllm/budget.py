@@ -733,8 +733,9 @@ def _multimodal_notes(target: PlanInput, settings: EngineSettings) -> list[str]:
                      f"{replicated_tower_bytes(target) / GiB:.2f} GiB more weights (vLLM 0.33.0)" if replicated
                      else f"--mm-encoder-tp-mode data: {spec.architecture} does not support it; vLLM falls back "
                      "to 'weights' (the tower split over TP)")
-    if skipped_tower_bytes(target):
+    skipped = skipped_tower_bytes(target)
+    if skipped:
         notes.append(f"tower not loaded (every modality it serves has a limit of 0): "
-                     f"{skipped_tower_bytes(target) / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
+                     f"{skipped / GiB:.2f} GiB less weights per rank (vLLM 0.33.0 "
                      "_mark_tower_model)")
     return notes

@@ -339,10 +339,11 @@ def v2_sampler(dep: Deployment, release: tuple[int, int], capability: str | None
 
 def triton_buffer_note(sampler: ProfileSampler, rows: int) -> str | None:
     """A plan note where the Triton buffer is taken at its largest because the GPU's SM count is unknown."""
-    if sampler.triton is None or sampler.triton.sms is not None or not sampler.triton.rows(rows):
+    largest = sampler.triton.rows(rows) if sampler.triton and sampler.triton.sms is None else 0
+    if not largest:
         return None
     return (f"the GPU's SM count is unknown: vLLM's Triton top-k / top-p buffer is taken at its largest, "
-            f"{sampler.triton.rows(rows):,} rows x vocab float32 (min(next power of 2 of min(SMs, {rows:,} rows), "
+            f"{largest:,} rows x vocab float32 (min(next power of 2 of min(SMs, {rows:,} rows), "
             "SMs) rows, topk_topp_triton.py)")
 
 
