@@ -14,7 +14,6 @@ from kvplan.errors import KvplanError
 from kvplan.explain.device import DRIVER_BAND, DeviceMatch, match_total
 from kvplan.explain.lines import reconciling_engine
 from kvplan.explain.record import LoggedRun
-from kvplan.hardware import Gpu
 from kvplan.models.model import ModelSpec
 from kvplan.plan import GpuChoice, Plan
 from kvplan.units import GiB
@@ -291,7 +290,7 @@ def choose_gpu(run: LoggedRun, dep: Deployment, gpu: str | None,
         if total is not None and abs(found.memory_bytes - total) > DRIVER_BAND:
             notes.append(f"the log's total {total / GiB:.2f} GiB is not {found.id}'s {found.memory_bytes / GiB:.2f} "
                          "GiB; --gpu is used")
-        return _choice(found, count), None
+        return GpuChoice.of(found, count), None
     if total is None:
         return None, None
     device = match_total(total)
@@ -303,11 +302,7 @@ def choose_gpu(run: LoggedRun, dep: Deployment, gpu: str | None,
         others = ", ".join(g.id for g in device.candidates[1:])
         notes.append(f"the log's {total / GiB:.2f} GiB fits several catalogue GPUs: {best.id} is nearest, then "
                      f"{others}; --gpu chooses")
-    return _choice(best, count), device
-
-
-def _choice(gpu: Gpu, count: int) -> GpuChoice:
-    return GpuChoice.of(gpu, count)
+    return GpuChoice.of(best, count), device
 
 
 def load(run: LoggedRun, model: str | None, dep: Deployment, token: str | None,
