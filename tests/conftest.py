@@ -35,6 +35,16 @@ def first_finding(found, rule_id):
     return chosen[0]
 
 
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, for hand derivations written out in tests."""
+    return -(-a // b)
+
+
+def fp8_block_scales(rows: int, cols: int) -> int:
+    """The scale entries of one FP8 linear quantised in 128 x 128 blocks (weight_block_size [128, 128])."""
+    return cdiv(rows, 128) * cdiv(cols, 128)
+
+
 def fixture_dict(name: str) -> dict:
     return json.loads((CONFIGS / name).read_text())
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import fp8_block_scales as scales  # an FP8 linear's 128 x 128 block scales (weight_scale_inv)
+
 from kvplan.models.hf_config import parse_config
 from kvplan.models.model import SpecSource
 from kvplan.models.sources import resolve
@@ -28,15 +30,6 @@ FRONTIER = Path(__file__).parent / "fixtures" / "configs" / "frontier"
 def frontier(name: str):
     data = json.loads((FRONTIER / name / "config.json").read_text())
     return parse_config(data, name, SpecSource("local", name))
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def scales(rows: int, cols: int) -> int:
-    """An FP8 linear's 128 x 128 block scales (weight_scale_inv)."""
-    return cdiv(rows, 128) * cdiv(cols, 128)
 
 
 # MiniMax-M2.5 / M2.7 (config: hidden 3,072, 48 heads and 8 KV heads of 128, 62 layers, 256 experts of 1,536,

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import cdiv as _ceil
+
 import kvplan
 
 FLASH = Path(__file__).parent / "fixtures" / "configs" / "frontier" / "deepseek-ai__DeepSeek-V4-Flash"
 FRACTION = 0.8999999761581421  # KvCacheConfig's 0.9 as a C++ float
 GRAIN = 32 << 20
 W, K = 8 * (64 + 448 + 512), 43 * 512 + 21 * (128 + 33 + 8192 + 2048) + 20 * (4 + 4096)
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _fp8(**flags) -> dict:

@@ -23,20 +23,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import fp8_block_scales as blocks  # 128 x 128 weight_block_size scale entries of one FP8 linear
+
 from kvplan.models.hf_config import parse_config
 from kvplan.models.model import SpecSource
 from kvplan.models.sources import resolve
 
 ROOT = Path(__file__).parent
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def blocks(rows: int, cols: int) -> int:
-    """128 x 128 weight_block_size scale entries of one FP8 linear."""
-    return cdiv(rows, 128) * cdiv(cols, 128)
 
 
 def v4_by_hand(c: dict) -> dict[str, int]:
