@@ -31,6 +31,7 @@ from kvplan.models.layers import (
     SlidingWindow,
     SparseLatentAttention,
     StateOnly,
+    checkpoint_conv_bytes,
     has_compressed_attention,
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
@@ -382,10 +383,9 @@ def _kimi_linear(lm: ConfigFields, num_layers: int) -> list[Layer] | None:
     if not numbers:
         return None
     kind = KdaState if kda.flag("use_full_rank_gate", False) else KdaLowRankGateState
-    conv = max(1, int(DTYPE_BYTES.get(canonical_dtype(lm.text(("torch_dtype", "dtype")) or "float32"), 2)))
     # the recurrent state float32 under auto (vLLM 0.33.0 mamba_utils.py kda_state_dtype)
     state = kind(kda.integer("num_heads"), kda.integer("head_dim"), kda.integer("short_conv_kernel_size", 4),
-                 ssm_bytes=4).as_served(conv, None, 0, 0)
+                 ssm_bytes=4).as_served(checkpoint_conv_bytes(lm), None, 0, 0)
     latent = LatentAttention(lm.integer("kv_lora_rank") + lm.integer("qk_rope_head_dim", 0, minimum=0))
     return [state if index + 1 in numbers else latent for index in range(num_layers)]
 
@@ -541,8 +541,7 @@ def _shared_kv(lm: ConfigFields, layers: list[Layer]) -> list[Layer]:
 def _state_layer(lm: ConfigFields, family: Family, hidden: int, pure: bool = False) -> Layer:
     layer = _recurrent(lm, family, hidden, pure)
     # Until an engine says otherwise, the conv state is kept in the checkpoint's dtype.
-    name = lm.text(("torch_dtype", "dtype")) or "float32"
-    return layer.as_served(max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))), None, 0, 0)
+    return layer.as_served(checkpoint_conv_bytes(lm), None, 0, 0)
 
 
 def _recurrent(lm: ConfigFields, family: Family, hidden: int, pure: bool) -> Layer:

@@ -10,7 +10,8 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-from kvplan.units import DsMlaKv, KvFormat, cdiv, kv_format
+from kvplan.models.fields import ConfigFields
+from kvplan.units import DTYPE_BYTES, DsMlaKv, KvFormat, canonical_dtype, cdiv, kv_format
 
 
 class PageTensor(NamedTuple):
@@ -832,6 +833,13 @@ class KdaLowRankGateState(KdaState):
 
     def mixer_params(self, counter: MixerCounter) -> int:
         return counter.kda_low_rank_mixer(self)
+
+
+def checkpoint_conv_bytes(lm: ConfigFields) -> int:
+    """Bytes of one conv-state element where no engine rule says otherwise: the checkpoint's dtype (torch_dtype,
+    transformers 5's dtype; float32, PretrainedConfig's default, where neither is written), 2 for a name
+    units.DTYPE_BYTES does not weigh, at least 1."""
+    return max(1, int(DTYPE_BYTES.get(canonical_dtype(lm.text(("torch_dtype", "dtype")) or "float32"), 2)))
 
 
 RECURRENT_STATES = (Mamba1State, Mamba2State, GatedDeltaNetState, ShortConvState, KdaState)

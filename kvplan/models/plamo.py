@@ -11,8 +11,7 @@ no groups. Its mixer's parameters differ from MambaMixer2's (params._Mixers.plam
 from __future__ import annotations
 
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import FullAttention, Layer, Mamba2State
-from kvplan.units import DTYPE_BYTES, canonical_dtype
+from kvplan.models.layers import FullAttention, Layer, Mamba2State, checkpoint_conv_bytes
 
 
 def is_plamo2_config(lm: ConfigFields) -> bool:
@@ -29,8 +28,7 @@ def plamo2_layers(lm: ConfigFields, num_layers: int) -> list[Layer]:
     heads = lm.integer("mamba_num_heads")
     state = Mamba2State(heads * head, heads, head, 0, lm.integer("mamba_d_state"), lm.integer("mamba_d_conv"),
                         lm.optional_int("mamba_chunk_size"))
-    name = lm.text(("torch_dtype", "dtype")) or "float32"  # conv state in the checkpoint's dtype, as elsewhere
-    mamba = state.as_served(max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))), None, 0, 0)
+    mamba = state.as_served(checkpoint_conv_bytes(lm), None, 0, 0)  # conv state in the checkpoint's dtype
     attention = FullAttention(lm.integer("num_key_value_heads"), head)
     return [mamba if _is_mamba(step, num_layers, index) else attention for index in range(num_layers)]
 

@@ -14,8 +14,7 @@ writes other values is refused by name rather than planned with either.
 from __future__ import annotations
 
 from kvplan.models.fields import ConfigFields
-from kvplan.models.layers import FullAttention, Layer, Mamba2State, SharedBlockHybrid
-from kvplan.units import DTYPE_BYTES, canonical_dtype
+from kvplan.models.layers import FullAttention, Layer, Mamba2State, SharedBlockHybrid, checkpoint_conv_bytes
 
 HYBRID = "hybrid"
 MAMBA_WORDS = ("mamba", "linear_attention")
@@ -75,5 +74,4 @@ def _mamba2(lm: ConfigFields, hidden: int) -> Layer:
                         lm.integer("mamba_d_state", 64), lm.integer("mamba_d_conv", 4),
                         lm.optional_int("chunk_size"))
     # the conv state in the checkpoint's dtype until an engine says otherwise (as hf_config._state_layer)
-    name = lm.text(("torch_dtype", "dtype")) or "float32"
-    return state.as_served(max(1, int(DTYPE_BYTES.get(canonical_dtype(name), 2))), None, 0, 0)
+    return state.as_served(checkpoint_conv_bytes(lm), None, 0, 0)
