@@ -45,6 +45,14 @@ def fp8_block_scales(rows: int, cols: int) -> int:
     return cdiv(rows, 128) * cdiv(cols, 128)
 
 
+def tower_note(plan) -> str:
+    """A plan's one "multimodal encoder" note, which must be a modelled tower's."""
+    notes = [note for note in plan.notes if note.startswith("multimodal encoder")]
+    assert len(notes) == 1
+    assert "not modelled" not in notes[0]
+    return notes[0]
+
+
 def fixture_dict(name: str) -> dict:
     return json.loads((CONFIGS / name).read_text())
 

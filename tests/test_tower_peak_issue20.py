@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from conftest import tower_note as _tower_note
+
 from kvplan.api import estimate
 from kvplan.calibration import vllm as calibration
 from kvplan.engines.vllm.multimodal import PROCESSORS, Item
@@ -20,13 +22,6 @@ from kvplan.units import GiB
 
 C17 = {entry["id"]: entry for entry in calibration.entries()}["C17"]
 L14 = {entry["id"]: entry for entry in calibration.entries()}["L14"]
-
-
-def _tower_note(plan) -> str:
-    notes = [note for note in plan.notes if note.startswith("multimodal encoder")]
-    assert len(notes) == 1
-    assert "not modelled" not in notes[0]
-    return notes[0]
 
 
 def _qwen_vl(**knobs):

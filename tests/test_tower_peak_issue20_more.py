@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from conftest import tower_note as _tower_note
+
 from kvplan.api import estimate
 from kvplan.engines.vllm.multimodal import PROCESSORS, Item
 from kvplan.models.sources import read_local
@@ -28,13 +30,6 @@ QWEN2_AUDIO = str(FIXTURES / "audio" / "qwen2-audio-7b-instruct.json")
 
 def _plan(path: str, max_model_len: int = 32768, **knobs):
     return estimate(path, gpu="h100", engine="vllm", engine_version="0.33.0", max_model_len=max_model_len, **knobs)
-
-
-def _tower_note(plan) -> str:
-    notes = [note for note in plan.notes if note.startswith("multimodal encoder")]
-    assert len(notes) == 1
-    assert "not modelled" not in notes[0]
-    return notes[0]
 
 
 def test_qwen2_vl_tower_is_read_from_embed_dim_and_mlp_ratio():
