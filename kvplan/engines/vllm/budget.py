@@ -355,6 +355,7 @@ class Vllm(PoolRules):
             where = dep.where("max_num_batched_tokens" if dep.max_num_batched_tokens else "max_num_seqs")
             raise KvplanError(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
                               f"({seqs}).", where)
+        kv_scheme.check(spec, dep, version)  # validate_kv_cache_scheme runs whatever the dtype resolves to
         placement = expert_placement(spec, dep)
         runner = model_runner(spec, dep, gpu, wanted)
         return EngineSettings(

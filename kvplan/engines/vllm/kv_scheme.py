@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.deployment.declaration import Deployment
-from kvplan.engines.vllm.releases import LATEST, parse_version
+from kvplan.engines.vllm.releases import parse_version
 from kvplan.errors import KvplanError
 from kvplan.models.model import ModelSpec
 
@@ -112,8 +112,7 @@ def _applies(spec: ModelSpec, wanted: tuple[int, ...]) -> bool:
 
 def auto_kv_cache_dtype(spec: ModelSpec, dep: Deployment, wanted: tuple[int, ...]) -> str | None:
     """What vLLM makes of kv_cache_dtype auto for this checkpoint's scheme: fp8 from 0.15.0; None where no rule.
-    A scheme the release refuses stops here (check)."""
-    check(spec, dep, dep.engine_version or LATEST)
+    A scheme the release refuses has stopped before (check, from Vllm.settings)."""
     return SCHEME_DTYPE if dep.kv_cache_dtype == "auto" and _applies(spec, wanted) else None
 
 
