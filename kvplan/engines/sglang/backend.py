@@ -39,40 +39,28 @@ def aiter_default(target: PlanInput) -> bool:
 
 
 # The multimodal architectures whose prefill graphs the release's default backend keeps all the same (the rule's
-# "and not is_multimodal_*_cuda_graph_supported", configs/model_config.py), each release's whole list from the first
-# release named: 0.5.10-0.5.13 none (_handle_piecewise_cuda_graph tests is_multimodal alone); 0.5.14 the piecewise
-# default's multimodal_piecewise_cuda_graph_supported_model_archs; 0.5.15 none (the breakable default's rule tests
-# is_multimodal alone); from 0.5.16 multimodal_breakable_cuda_graph_supported_model_archs (0.5.16-0.5.23 each read)
+# "and not is_multimodal_*_cuda_graph_supported", configs/model_config.py), by the first release of each list:
+# 0.5.10-0.5.13 none (_handle_piecewise_cuda_graph tests is_multimodal alone); 0.5.14 the piecewise default's
+# multimodal_piecewise_cuda_graph_supported_model_archs; 0.5.15 none (the breakable default's rule tests
+# is_multimodal alone); from 0.5.16 multimodal_breakable_cuda_graph_supported_model_archs (0.5.16-0.5.23 each read),
+# each release's list the one before's with the names it adds
+_BREAKABLE_0516 = frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})
+_BREAKABLE_0518 = _BREAKABLE_0516 | {"InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
+                                     "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration"}
+_BREAKABLE_0519 = _BREAKABLE_0518 | {"Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration"}
+_BREAKABLE_0520 = _BREAKABLE_0519 | {"Glm5NextForConditionalGeneration"}
+_BREAKABLE_0522 = _BREAKABLE_0520 | {"Qwen4ExpForConditionalGeneration", "MiniMaxM3SparseForCausalLM",
+                                     "MiniMaxM3SparseForConditionalGeneration"}
 _GRAPHS_KEPT_FOR: tuple[tuple[tuple[int, ...], frozenset[str]], ...] = (
     ((0, 5, 10), frozenset()),
     ((0, 5, 14), frozenset({"Cohere2VisionForConditionalGeneration"})),
     ((0, 5, 15), frozenset()),
-    ((0, 5, 16), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})),
-    ((0, 5, 18), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
-                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration"})),
-    ((0, 5, 19), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
-                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
-                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration"})),
-    ((0, 5, 20), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
-                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
-                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
-                            "Glm5NextForConditionalGeneration"})),
-    ((0, 5, 22), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
-                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
-                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
-                            "Glm5NextForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
-                            "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"})),
-    ((0, 5, 23), frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                            "InternS2MobiusForConditionalGeneration", "MuseGlimmerForConditionalGeneration",
-                            "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
-                            "Cohere2VisionForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
-                            "Glm5NextForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
-                            "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration",
-                            "MuseSparkForConditionalGeneration"})),
+    ((0, 5, 16), _BREAKABLE_0516),
+    ((0, 5, 18), _BREAKABLE_0518),
+    ((0, 5, 19), _BREAKABLE_0519),
+    ((0, 5, 20), _BREAKABLE_0520),
+    ((0, 5, 22), _BREAKABLE_0522),
+    ((0, 5, 23), _BREAKABLE_0522 | {"MuseSparkForConditionalGeneration"}),
 )
 
 
