@@ -36,7 +36,7 @@ from kvplan.models.layers import (
 )
 from kvplan.models.model import ModelSpec, MoE, Quantization, SpecSource
 from kvplan.models.plamo import is_plamo2_config, plamo2_layers
-from kvplan.models.resident import resident_copies, shared_layers_note
+from kvplan.models.resident import resident_copies
 from kvplan.models.rope import rope_tables
 from kvplan.models.shared_blocks import is_shared_block_config, shared_block_layers
 from kvplan.models.subconfigs import with_class_defaults
@@ -138,7 +138,7 @@ def parse_config(data: dict[str, Any], model_id: str, source: SpecSource, where:
     if params.note:  # approximate, or (exact) what the engines' plans leave out of the towers
         notes.append(params.note)
     resident = resident_copies(lm, layers, hidden)
-    notes += [note for note in (shared_layers_note(lm, layers),) if note]
+    notes += [note for copy in resident if (note := copy.spec_note())]
     unread = unread_keys([((), top.data), (lm.path, lm.data)], accessed)
     if unread and not allow_unmodelled:
         raise KvplanError(refusal(unread), where)

@@ -45,12 +45,17 @@ class ValueFromKey:
         """Whether this engine allocates it (every engine does)."""
         return True
 
+    def shown_widths(self) -> str:
+        return " or ".join(f"{width:,}" for width in sorted(set(self.width)))
+
     def note(self) -> str:
-        widths = sorted(set(self.width))
-        shown = " or ".join(f"{width:,}" for width in widths)
         return (f"weights include the V slot the engines fill from K (attention_k_eq_v): {len(self.layers)} "
-                f"full-attention layers x {shown} x {self.hidden:,} = {self.params():,} parameters beyond the "
-                "checkpoint's count")
+                f"full-attention layers x {self.shown_widths()} x {self.hidden:,} = {self.params():,} parameters "
+                "beyond the checkpoint's count")
+
+    def spec_note(self) -> str | None:
+        """The model's own note, where the engines differ on holding it (None: every engine does)."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -68,11 +73,14 @@ class SharedLayerValue(ValueFromKey):
         return engine == "sglang"
 
     def note(self) -> str:
-        widths = sorted(set(self.width))
-        shown = " or ".join(f"{width:,}" for width in widths)
         return (f"weights include the V slot SGLang's whole QKV holds in KV-shared full-attention layers "
-                f"(attention_k_eq_v, num_kv_shared_layers): {len(self.layers)} layers x {shown} x {self.hidden:,} = "
-                f"{self.params():,} parameters beyond the checkpoint's count")
+                f"(attention_k_eq_v, num_kv_shared_layers): {len(self.layers)} layers x {self.shown_widths()} x "
+                f"{self.hidden:,} = {self.params():,} parameters beyond the checkpoint's count")
+
+    def spec_note(self) -> str | None:
+        return (f"attention_k_eq_v: the V slot of {len(self.layers)} KV-shared full-attention layers is counted in "
+                "SGLang's weights alone (SGLang 0.5.23 builds a whole QKV there, vLLM 0.33.0 and TensorRT-LLM a Q "
+                "projection alone)")
 
 
 ResidentCopy = ValueFromKey  # every kind of resident extra the spec can carry (SharedLayerValue is one)
@@ -95,15 +103,3 @@ def resident_copies(lm: ConfigFields, layers: tuple[Layer, ...], hidden: int) ->
             copies.append(cls(tuple(i for i, _ in held), tuple(w for _, w in held), hidden))
     return tuple(copies)
 
-
-def shared_layers_note(lm: ConfigFields, layers: tuple[Layer, ...]) -> str | None:
-    """A note where a layer that reads an earlier layer's KV is also one whose V the checkpoint leaves out: the
-    engines differ on whether they hold a V slot there (resident_copies), so it is counted for SGLang alone."""
-    if not lm.flag("attention_k_eq_v", False):
-        return None
-    global_dim = lm.optional_int("global_head_dim")
-    shared = sum(isinstance(layer, SharedKv) and layer.head_dim == global_dim for layer in layers)
-    if not shared:
-        return None
-    return (f"attention_k_eq_v: the V slot of {shared} KV-shared full-attention layers is counted in SGLang's weights "
-            "alone (SGLang 0.5.23 builds a whole QKV there, vLLM 0.33.0 and TensorRT-LLM a Q projection alone)")
