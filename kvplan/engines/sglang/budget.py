@@ -236,6 +236,7 @@ class Sglang(PoolRules):
                               "SGLang splits the TP ranks into that many equal attention groups",
                               dep.where("attention_data_parallel_size"))
         multimodal.check(target)
+        compressed.check_ratios(target.spec.layers)
         release, mib = release_of(dep.engine_version), gpu_mib(gpu)
         first = KV_DTYPES_FROM.get(dep.kv_cache_dtype)
         if first is not None and release < first:
@@ -495,7 +496,6 @@ def auto_kv_cache_dtype(target: PlanInput) -> str | None:
     """server_args _set_default_nsa_kv_cache_dtype: DeepSeek sparse attention on SM100+ caches fp8_e4m3 when the
     KV cache dtype is auto."""
     if compressed.applies(target.spec.layers):  # DeepSeek-V4 on CUDA, any SM (compressed.py)
-        compressed.check_ratios(target.spec.layers)
         return compressed.AUTO_KV_CACHE_DTYPE
     major = target.gpu.compute_major
     if common.kernel_block_size(target.spec) and major is not None and major >= 10:
