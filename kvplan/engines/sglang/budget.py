@@ -227,7 +227,7 @@ class Sglang(PoolRules):
     flat_pool = True
 
     def settings(self, target: PlanInput) -> EngineSettings:
-        dep, gpu = target.deployment, target.gpu
+        dep = target.deployment
         tp = dep.tensor_parallel_size
         if tp % attention_dp(target):
             # compute_dp_attention_world_info: rank r joins attention group r // (tp // attn_dp), which must be one
@@ -237,12 +237,11 @@ class Sglang(PoolRules):
                               dep.where("attention_data_parallel_size"))
         multimodal.check(target)
         compressed.check_ratios(target.spec.layers)
-        release, mib = release_of(dep.engine_version), gpu_mib(gpu)
+        mib, chunked, graph_bs, release = _fraction_inputs(target)
         first = KV_DTYPES_FROM.get(dep.kv_cache_dtype)
         if first is not None and release < first:
             raise KvplanError(f"SGLang {settings_version(dep)} has no --kv-cache-dtype {dep.kv_cache_dtype} (from "
                               f"{'.'.join(map(str, first))})", dep.where("kv_cache_dtype"))
-        _, chunked, graph_bs, _ = _fraction_inputs(target)
         fraction = dep.gpu_memory_utilization
         if fraction is None:
             fraction = _default_fraction(target, mib, chunked, graph_bs, release)
