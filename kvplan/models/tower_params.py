@@ -296,17 +296,16 @@ VISION_SHAPES: dict[str, Callable[[ConfigFields], EncoderShape]] = {"gemma4": ge
 WRAPPER_TOWERS: dict[str, Callable[[ConfigFields, ConfigFields, int], int]] = {"internvl_chat": internvl_chat}
 
 
+@dataclass(frozen=True)
 class AudioRule:
     """How a wrapper (its model_type) counts its audio tower with the projector into the language model."""
 
-    def __init__(self, params: Callable[[ConfigFields, int], int], vision_required: str = "",
-                 shape: Callable[[ConfigFields], AudioShape] | None = None, vllm_layout: str = "") -> None:
-        self.params = params
-        self.vllm_layout = vllm_layout  # how vLLM places the tower over TP ranks (multimodal.py Processor.whole_tower)
-        self.shape = shape  # the encoder's sizes, where an engine rule needs them (towers.VisionTower.audio)
-        # where the engines build the vision tower from vision_config whatever the config holds: a config with an
-        # audio_config and no vision_config does not load there, so it is refused (the reason)
-        self.vision_required = vision_required
+    params: Callable[[ConfigFields, int], int]
+    # where the engines build the vision tower from vision_config whatever the config holds: a config with an
+    # audio_config and no vision_config does not load there, so it is refused (the reason)
+    vision_required: str = ""
+    shape: Callable[[ConfigFields], AudioShape] | None = None  # the encoder's sizes, where an engine rule needs them
+    vllm_layout: str = ""  # how vLLM places the tower over TP ranks (multimodal.py Processor.whole_tower)
 
 
 AUDIO_TOWERS: dict[str, AudioRule] = {
