@@ -474,9 +474,7 @@ class TensorRtLlm(PoolRules):
         prepared = common.prepare(target, flat_pool=True, settings=settings, rules=self)
         stage = prepared.stages[-1]
         available = self._before_kv(target, settings, stage.weights_bytes, stage.last)[1]
-        dep = target.deployment
-        kv_quota = deepseek_v4.quota(target, settings, available,
-                                     deepseek_v4.fp8_rows(dep.kv_cache_dtype, settings.auto_kv_cache_dtype))
+        kv_quota = deepseek_v4.quota(target, settings, available)
         return deepseek_v4.plan_pools(target, kv_quota, settings.block_size, prepared.kv_bytes,
                                       settings.max_num_seqs or MAX_BATCH_SIZE, settings.max_model_len,
                                       settings.max_num_batched_tokens or MAX_NUM_TOKENS)
@@ -496,8 +494,7 @@ class TensorRtLlm(PoolRules):
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
         if deepseek_v4.applies(target.spec.layers):  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
             share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
-            fp8_kv = deepseek_v4.fp8_rows(target.deployment.kv_cache_dtype, settings.auto_kv_cache_dtype)
-            notes = [deepseek_v4.quota_note(target, settings, self._dsv4(target, settings), share, fp8_kv)]
+            notes = [deepseek_v4.quota_note(target, settings, self._dsv4(target, settings), share)]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
         if states:

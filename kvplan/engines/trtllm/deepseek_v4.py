@@ -359,11 +359,13 @@ class Workspace:
     override: int | None = None  # kv_cache_config.fp8_context_mla_kv_len_cap as given
 
     @classmethod
-    def of(cls, target: PlanInput, settings: EngineSettings, fp8_kv: bool) -> Workspace | None:
-        """None where TrtllmAttention declares no rate: no FP8 cache, or SM 100/103/107 (useSparseMLA: K/V read
-        from the paged cache, TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset); or where no L_cap is set
-        (no_workspace_cap)."""
-        if not fp8_kv or target.gpu.compute_capability in SPARSE_MLA_SMS or no_workspace_cap(target.deployment):
+    def of(cls, target: PlanInput, settings: EngineSettings) -> Workspace | None:
+        """None where TrtllmAttention declares no rate: no FP8 cache (fp8_rows), or SM 100/103/107 (useSparseMLA:
+        K/V read from the paged cache, TRTLLM_MLA_SHORT_SEQ_MHA_THRESHOLD unset); where no L_cap is set
+        (no_workspace_cap); and without a GPU (the bytes given are the quota)."""
+        dep = target.deployment
+        if (not target.gpu.memory_bytes or not fp8_rows(dep.kv_cache_dtype, settings.auto_kv_cache_dtype)
+                or target.gpu.compute_capability in SPARSE_MLA_SMS or no_workspace_cap(dep)):
             return None
         layers = [layer for layer in target.spec.layers if isinstance(layer, CompressedSparseAttention)]
         first = layers[0]
@@ -392,13 +394,13 @@ class Workspace:
                 f"(DeepseekV4CacheManager.get_cache_size_per_token); L_cap = {self.cap:,} tokens ({given})")
 
 
-def quota(target: PlanInput, settings: EngineSettings, available: int, fp8_kv: bool) -> int:
+def quota(target: PlanInput, settings: EngineSettings, available: int) -> int:
     """The GPU quota KVCacheManagerV2 takes: the free memory's share less the context-MLA workspace reserve
     (Workspace; none where TrtllmAttention declares no rate), or max_gpu_total_bytes where smaller (KvCacheCreator
     keeps the smaller; 0 B counts as none given, its `> 0` test). Without a GPU the bytes given are the quota."""
     given = target.deployment.kv_cache_memory_bytes or None
     share = available if target.gpu.memory_bytes or given is None else given
-    workspace = Workspace.of(target, settings, fp8_kv) if target.gpu.memory_bytes else None
+    workspace = Workspace.of(target, settings)
     if workspace is not None:
         share -= workspace.reserve(share)
     kv_quota = share if given is None else min(given, share)
@@ -408,11 +410,11 @@ def quota(target: PlanInput, settings: EngineSettings, available: int, fp8_kv: b
     return kv_quota
 
 
-def quota_note(target: PlanInput, settings: EngineSettings, pools: Dsv4Pools, share: str, fp8_kv: bool) -> str:
+def quota_note(target: PlanInput, settings: EngineSettings, pools: Dsv4Pools, share: str) -> str:
     given, kv_quota = target.deployment.kv_cache_memory_bytes, pools.quota
     source = "--kv-cache-memory" if given and given <= kv_quota else share
     raised = f" (the pools hold {pools.total:,} B: StorageManager's minimum slots take more)" if pools.raised else ""
-    workspace = Workspace.of(target, settings, fp8_kv) if target.gpu.memory_bytes else None
+    workspace = Workspace.of(target, settings)
     why = no_workspace_cap(target.deployment)
     reserved = (workspace.describe() if workspace is not None else
                 "KvCacheCreator reserves no context-MLA workspace from the share here (it does for an FP8 cache on "
