@@ -491,8 +491,9 @@ def _mlp(lm: ConfigFields, family: Family, hidden: int, intermediate: int, moe: 
         loose += table
     else:
         # e_score_correction_bias; vLLM 0.33.0 minimax_m2.py MiniMaxM2MoE builds it where use_routing_bias
-        router += _score_bias(lm, family, moe, index)
-        loose += _score_bias(lm, family, moe, index)
+        score_bias = _score_bias(lm, family, moe, index)
+        router += score_bias
+        loose += score_bias
     return experts + router + shared, experts, loose
 
 
