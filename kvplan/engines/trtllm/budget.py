@@ -488,12 +488,11 @@ class TensorRtLlm(PoolRules):
         stages = common.prepare(target, flat_pool=True, settings=settings, rules=self).stages
         block = _block_bytes(target, settings, stages[-1].decoder_layers, True)
         per_gib = int(as_float32(fraction or FREE_FRACTION) * GiB) // max(1, block // settings.block_size)
-        rules = backend(target)
-        notes = [f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
-                 f", {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
+        rules, dsv4 = backend(target), deepseek_v4.applies(target.spec.layers)
+        share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
+        notes = [f"{share}, {rules.rounding}; kernel workspaces, NCCL buffers and allocator fragmentation are not "
                  f"modelled: each GiB of them is {per_gib:,} tokens fewer"]
-        if deepseek_v4.applies(target.spec.layers):  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
-            share = f"free_gpu_memory_fraction {fraction} of the memory free after {rules.measured_after(settings)}"
+        if dsv4:  # the quota KVCacheManagerV2 takes (deepseek_v4.quota)
             notes = [deepseek_v4.quota_note(target, settings, self._dsv4(target, settings), share)]
         dep = target.deployment
         states = rules.fixed_pool_bytes(target, settings, stages[-1].decoder_layers, True)
@@ -524,16 +523,16 @@ class TensorRtLlm(PoolRules):
             notes.append(f"{dep.where('attention_data_parallel_size')}: attention DP: each of the "
                          f"{dep.tensor_parallel_size} ranks holds every KV head of its own requests; its attention "
                          "weights, replicated on every rank, are counted split over TP (not modelled)")
-        if dep.enable_chunked_prefill is not None and not deepseek_v4.applies(target.spec.layers):
+        if dep.enable_chunked_prefill is not None and not dsv4:
             # read for DeepSeek-V4's context-MLA workspace alone (deepseek_v4.no_workspace_cap)
             notes.append(f"{dep.where('enable_chunked_prefill')} is accepted but not modelled here (chunked "
                          "context: prefill activations bounded by max_num_tokens)")
-        if dep.fp8_context_mla_kv_len_cap is not None and not deepseek_v4.applies(target.spec.layers):
+        if dep.fp8_context_mla_kv_len_cap is not None and not dsv4:
             # read for DeepSeek-V4's context-MLA workspace alone (deepseek_v4.workspace_kv_len_cap)
             notes.append(f"{dep.where('fp8_context_mla_kv_len_cap')} is not read here: kvplan models the FP8 "
                          "context-MLA workspace reserve it caps for DeepSeek-V4 alone")
         cap_note = rules.memory_cap_note(dep)
-        if cap_note and target.gpu.memory_bytes and not deepseek_v4.applies(target.spec.layers):
+        if cap_note and target.gpu.memory_bytes and not dsv4:
             notes.append(cap_note)
         return notes
 
