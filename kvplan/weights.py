@@ -60,6 +60,7 @@ class Mxfp4Experts:
     bias_bytes: int = 2  # bfloat16 as stored; 4 where the backend casts them to float32
     scale_copy_rows: int = 0  # > 0: a swizzled copy of the scales is kept too, its rows padded to this multiple
     slices: int = 1  # the intermediate size is cut into this many slices (TP x DP, no expert parallelism)
+    modular: bool = False  # its kernel is modular and takes the shared fused-MoE workspace (engines/vllm/moe_workspace.py)
 
     def expert_bytes(self, hidden: int, intermediate: int, biased: bool) -> int:
         """Bytes of one expert, all its slices together."""

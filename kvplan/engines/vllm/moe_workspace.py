@@ -37,8 +37,6 @@ from kvplan.weights import Mxfp4Experts
 CHUNKED_UNTIL = (0, 18)  # 0.17.0 chunks the fused MoE's M; 0.18.0 does not (modular_kernel.py _allocate_buffers)
 FUSED_MOE_CHUNK_SIZE = 16 * 1024  # 0.17.0 envs.py VLLM_FUSED_MOE_CHUNK_SIZE
 WORKSPACE_ALIGNMENT = 256  # v1/worker/workspace.py get_simultaneous: round_up(actual, 256) per part
-# MXFP4 rules (engines/vllm/mxfp4.py) whose kernel is modular; the others (Triton, FlashInfer SM100) are monolithic
-MODULAR_MXFP4 = ("vLLM's Marlin backend",)
 
 
 def _aligned(size: int) -> int:
@@ -113,6 +111,7 @@ def moe_shape(spec: ModelSpec, tokens: int, tp: int, element_bytes: int = 2) -> 
 def moe_kernel(method: str | None, mxfp4: Mxfp4Experts | None, release: tuple[int, int]) -> MoeKernel:
     """The expert kernel's kind: MXFP4 experts on a monolithic backend hold nothing past the layer; every other
     kernel keeps a shared workspace, chunked in 0.17."""
-    if method == "mxfp4" and mxfp4 is not None and mxfp4.name not in MODULAR_MXFP4:
+    # Mxfp4Experts.modular: Marlin's kernel is modular; Triton's and FlashInfer SM100's are monolithic
+    if method == "mxfp4" and mxfp4 is not None and not mxfp4.modular:
         return InKernelScratch()
     return SharedWorkspace(FUSED_MOE_CHUNK_SIZE if release < CHUNKED_UNTIL else None)

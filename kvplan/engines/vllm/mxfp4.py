@@ -6,7 +6,8 @@ from kvplan.weights import Mxfp4Experts
 
 # The backends of vLLM's get_mxfp4_backend (mxfp4.py) with their create_weights padding; FlashInfer's SM90 and
 # SM100 CUTLASS paths are opt-in (VLLM_USE_FLASHINFER_MOE_MXFP4_BF16 / _MXFP8_CUTLASS) and not modelled.
-MXFP4_MARLIN = Mxfp4Experts("vLLM's Marlin backend", intermediate_multiple=128, hidden_multiple=256)
+MXFP4_MARLIN = Mxfp4Experts("vLLM's Marlin backend", intermediate_multiple=128, hidden_multiple=256,
+                            modular=True)
 MXFP4_TRITON_HOPPER = Mxfp4Experts("vLLM's Triton backend (Hopper swizzle)", intermediate_multiple=64,
                                    bias_bytes=4, scale_copy_rows=256)
 MXFP4_TRITON = Mxfp4Experts("vLLM's Triton backend", intermediate_multiple=64, bias_bytes=4)
