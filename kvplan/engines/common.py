@@ -185,7 +185,7 @@ def draft_layers(target: PlanInput, dtype: str, weights: WeightLayout) -> tuple[
     if "mtp" in method and spec.params.mtp:
         # the checkpoint's MTP module counted as vLLM builds the draft (models/params._mtp_module), held in the
         # target decoder's bytes a parameter
-        decoder = spec.params.total - spec.params.embeddings - spec.params.lm_head - spec.params.vision
+        decoder = spec.params.decoder
         held = weights.per_layer * spec.num_layers * spec.params.mtp // max(1, decoder)
         note = (f"speculative decoding ({method}): {count} MTP KV layer(s) with the target's KV geometry; the MTP "
                 f"module's {spec.params.mtp:,} parameters ({held / GiB:.2f} GiB) on the last stage")

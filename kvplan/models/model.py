@@ -95,8 +95,13 @@ class ParamCount:
     mtp: int = 0
 
     @property
+    def decoder(self) -> int:
+        """The decoder layers' parameters: all but the embeddings, lm_head and the towers."""
+        return self.total - self.embeddings - self.lm_head - self.vision
+
+    @property
     def linear_non_expert(self) -> int:
-        return self.total - self.embeddings - self.lm_head - self.experts - self.vision
+        return self.decoder - self.experts
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def layer_parameters(spec: ModelSpec, tp: int, size: int) -> list[int]:
     q, kv = heads * dim, layer.kv_heads * dim
     base = [(q + 2 * kv) * hidden, q * hidden, 2 * inter * hidden, inter * hidden, hidden, hidden]
     params = spec.params
-    rest = params.total - params.embeddings - params.lm_head - params.vision - spec.num_layers * sum(base)
+    rest = params.decoder - spec.num_layers * sum(base)
     extras = {0: [], q + 2 * kv: [q + 2 * kv], 2 * dim: [dim, dim]}  # none, q/k/v bias, q/k norms
     found = next((e for e, parts in extras.items() if rest - spec.num_layers * e in (0, hidden)), None)
     if found is None:
